@@ -1,0 +1,78 @@
+"""The log-store seam between the Raft driver and the disk.
+
+The Raft core never touches storage: it hands the driver what to persist, the driver calls
+:meth:`LogStore.save` (durable when it returns), and only then sends the messages that depend on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from garlicfarm.wire.payloads import Configuration, LogEntry
+
+
+@attrs.frozen
+class HardState:
+    """What Raft must never forget: the current term and the vote cast in it.
+
+    ``commit`` is advisory (it lets a restarted node re-apply without waiting for a leader); it is
+    clamped to the last stored index on load, never trusted past the data it counts.
+    """
+
+    term: int = 0
+    voted_for: int | None = None
+    commit: int = 0
+
+
+@attrs.frozen
+class SnapshotMeta:
+    """The log position and configuration a snapshot covers (entries up to ``last_index`` are gone)."""
+
+    last_index: int
+    last_term: int
+    config: Configuration
+
+
+@attrs.frozen
+class StoredState:
+    hard_state: HardState
+    snapshot: SnapshotMeta | None
+    #: index of ``entries[0]``: ``snapshot.last_index + 1``, or 1 with no snapshot
+    first_index: int
+    entries: tuple[LogEntry, ...]
+
+
+class StorageError(Exception):
+    """The store cannot be used: a corrupt or foreign file, a full disk, a failed write."""
+
+
+class LogStore(Protocol):
+    def load(self) -> StoredState:
+        """Everything durable, as of the last completed save/compact."""
+
+    def save(
+        self,
+        hard_state: HardState | None = None,
+        entries_from: int | None = None,
+        entries: Sequence[LogEntry] = (),
+    ) -> None:
+        """Persist atomically and durably (one transaction, fsynced before returning).
+
+        With ``entries_from``, first delete every entry at index >= ``entries_from``, then store
+        ``entries`` at ``entries_from``, ``entries_from + 1``, ...  ``entries_from`` may be at most
+        last index + 1 and must be greater than the snapshot's last index.
+        """
+
+    def compact(self, snapshot: SnapshotMeta) -> None:
+        """Record ``snapshot`` and drop every entry at index <= ``snapshot.last_index``.
+
+        If the log does not reach that far, the whole log is dropped (the snapshot replaces it).
+        """
+
+    def entries(self, lo: int, hi: int) -> list[LogEntry]:
+        """Entries with ``lo <= index < hi`` (clipped to what is stored)."""
+
+    def close(self) -> None: ...

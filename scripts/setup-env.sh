@@ -1,0 +1,15 @@
+# Sourced by the scripts: create .venv if needed, install the project and its test extras into it,
+# and put it first on PATH. Idempotent and quiet when everything is already installed.
+set -euo pipefail
+if [ ! -x .venv/bin/python ]; then
+    echo "== creating .venv"
+    python3 -m venv .venv
+fi
+stamp=.venv/.garlicfarm-installed
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "== installing garlicfarm and its test dependencies"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[test]'
+    touch "$stamp"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
