@@ -1,0 +1,3 @@
+from garlicfarm.cli.main import main
+
+raise SystemExit(main())

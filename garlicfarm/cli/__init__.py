@@ -1,0 +1,1 @@
+"""The ``garlicfarm`` command line."""
