@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import inspect
+from garlicfarm.cli import inspect, simulate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"garlicfarm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_parsers(sub)
+    simulate.add_parser(sub)
     return parser
 
 
@@ -25,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args, sys.stdin, sys.stdout)
+    except simulate.SimulationFailed:
+        return 1
     except inspect.InspectError as e:
         sys.stderr.write(f"garlicfarm {args.command}: {e}\n")
         return 1

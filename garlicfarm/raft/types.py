@@ -1,0 +1,79 @@
+"""The Raft core's vocabulary: options, roles, and the Ready batch it hands its driver."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from garlicfarm.storage.interface import HardState
+from garlicfarm.wire.messages import Request, Response
+from garlicfarm.wire.payloads import LogEntry
+
+#: A RequestVoteRequest whose commitIndex is 2**64-1 (JRaft's -1) is a pre-vote (Raft dissertation
+#: §9.6): "would you vote for me in term T?" without anyone changing term. JRaft never sends it; a
+#: JRaft peer would take it for an ordinary vote request, which is safe (it only loses the protection).
+#: Pre-vote answers carry the marker in nextIndex, so that a late pre-vote grant can never be counted
+#: as a real vote.
+PRE_VOTE_MARKER = 0xFFFFFFFFFFFFFFFF
+
+
+class Role(enum.Enum):
+    FOLLOWER = "follower"
+    PRE_CANDIDATE = "pre-candidate"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+@attrs.frozen
+class RaftOptions:
+    """Tuning. Times are in ticks; the driver decides how long a tick is."""
+
+    #: a follower campaigns after a random timeout in [election_ticks, 2 * election_ticks)
+    election_ticks: int = 10
+    heartbeat_ticks: int = 2
+    max_entries_per_append: int = 200
+    max_bytes_per_append: int = 1024 * 1024
+    #: AppendEntries a leader may have in flight to one follower (pipelining)
+    max_inflight: int = 32
+    pre_vote: bool = True
+    check_quorum: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if self.heartbeat_ticks < 1 or self.election_ticks <= self.heartbeat_ticks:
+            raise ValueError("need 1 <= heartbeat_ticks < election_ticks")
+        if self.max_entries_per_append < 1 or self.max_inflight < 1:
+            raise ValueError("max_entries_per_append and max_inflight must be at least 1")
+
+
+@attrs.frozen
+class Send:
+    """Send ``message`` to server ``to`` (on a connection this node opened)."""
+
+    to: int
+    message: Request
+
+
+@attrs.frozen
+class Reply:
+    """Answer the request the driver stepped in with ``handle``."""
+
+    handle: int
+    message: Response
+
+
+@attrs.frozen
+class Ready:
+    """What the driver must do, in this order: persist (hard state, then entries), call
+    :meth:`RaftCore.advance`, then send, reply and apply. Nothing in ``sends`` or ``replies`` may leave
+    before the persistence it depends on is durable."""
+
+    hard_state: HardState | None = None
+    entries_from: int | None = None
+    entries: tuple[LogEntry, ...] = ()
+    sends: tuple[Send, ...] = ()
+    replies: tuple[Reply, ...] = ()
+    committed: tuple[tuple[int, LogEntry], ...] = ()
+
+    def needs_persist(self) -> bool:
+        return self.hard_state is not None or self.entries_from is not None

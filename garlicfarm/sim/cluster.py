@@ -1,0 +1,320 @@
+"""A deterministic simulation of a Garlic Farm cluster (FoundationDB-style).
+
+N real Raft cores run in one process against a simulated clock and network. One seed fixes every
+decision (delays, drops, partitions, crashes, client timing), so a failing run replays exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from garlicfarm.raft.types import RaftOptions, Role
+from garlicfarm.sim.faults import Faults, Mutations
+from garlicfarm.sim.history import ClientOp, Outcome, check_history
+from garlicfarm.sim.invariants import InvariantChecker, Violation
+from garlicfarm.sim.node import Origin, SimNode
+from garlicfarm.storage.interface import LogStore
+from garlicfarm.wire.messages import AppendEntriesResponse, ClientRequest, Message, Response
+from garlicfarm.wire.payloads import Application, ClusterServer, Configuration, LogEntry
+from garlicfarm.wire.types import NO_LEADER
+
+
+@attrs.frozen
+class SimSettings:
+    nodes: int = 3
+    duration_ms: int = 4000
+    #: after ``duration_ms`` faults stop and the network heals; the cluster must then make progress
+    settle_ms: int = 3000
+    tick_ms: int = 10
+    clients: int = 3
+    client_timeout_ms: int = 400
+    faults: Faults = Faults()
+    mutations: Mutations = Mutations()
+    options: RaftOptions = RaftOptions(election_ticks=10, heartbeat_ticks=2)
+    #: swarm testing: each seed draws its own batch size, pipelining depth, fault intensities and
+    #: client load, so that some runs replicate one entry at a time, crash constantly, or idle
+    swarm: bool = True
+    client_think_ms: int = 30
+
+
+@attrs.frozen
+class RunResult:
+    seed: int
+    violations: tuple[Violation, ...]
+    committed: int
+    acknowledged: int
+    elections: int
+    events: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+class SimCluster:
+    def __init__(self, seed: int, settings: SimSettings) -> None:
+        self.seed = seed
+        self.settings = settings
+        self.rng = random.Random(seed)
+        self.now = 0
+        self.checker = InvariantChecker()
+        self._queue: list[tuple[int, int, str, Any]] = []
+        self._seq = 0
+        self.blocked: set[tuple[int, int]] = set()
+        self.faults_on = True
+        options = settings.options
+        if settings.swarm:
+            options = attrs.evolve(
+                options,
+                max_entries_per_append=self.rng.choice((1, 2, 5, 200)),
+                max_inflight=self.rng.choice((1, 4, 32)),
+            )
+            scale = self.rng.choice
+            faults = settings.faults
+            settings = attrs.evolve(
+                settings,
+                faults=attrs.evolve(
+                    faults,
+                    drop=faults.drop * scale((0, 1, 5)),
+                    partition_every=int(faults.partition_every * scale((0.2, 0.5, 1, 3))),
+                    crash_every=int(faults.crash_every * scale((0.2, 0.5, 1, 3))),
+                    crash_after_commit=faults.crash_after_commit * scale((0, 1, 10)),
+                ),
+                clients=scale((1, 2, settings.clients)),
+                client_think_ms=scale((1, settings.client_think_ms, 300)),
+            )
+            self.settings = settings
+        ids = list(range(1, settings.nodes + 1))
+        bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"sim://{i}") for i in ids))
+        self.nodes: dict[int, SimNode] = {}
+        self.tick_period: dict[int, int] = {}
+        for i in ids:
+            node = SimNode(
+                i,
+                bootstrap,
+                options,
+                random.Random(self.rng.getrandbits(64)),
+                self.checker,
+                settings.mutations,
+                self._send,
+                self._client_reply,
+                self._applied,
+                self._schedule_restart,
+                self._stores,
+            )
+            node.crash_mid_ready = settings.faults.crash_mid_ready
+            node.crash_after_commit = settings.faults.crash_after_commit
+            self.nodes[i] = node
+            skew = settings.faults.clock_skew
+            self.tick_period[i] = max(1, round(settings.tick_ms * (1 + self.rng.uniform(-skew, skew))))
+            self._at(self.rng.randrange(settings.tick_ms), "tick", i)
+        self.committed: dict[int, bytes] = {}
+        self.ops: list[ClientOp] = []
+        self._client_op: dict[int, ClientOp | None] = {}
+        self._client_hint: dict[int, int | None] = {}
+        for c in range(settings.clients):
+            self._client_op[c] = None
+            self._client_hint[c] = None
+            self._at(50 + self.rng.randrange(100), "client", c)
+        if settings.faults.partition_every:
+            self._at(self._exp(settings.faults.partition_every), "partition", None)
+        if settings.faults.crash_every:
+            self._at(self._exp(settings.faults.crash_every), "crash", None)
+        self.events = 0
+
+    # ------------------------------------------------------------------------------------------ scheduling
+
+    def _exp(self, mean: int) -> int:
+        return max(1, int(self.rng.expovariate(1 / mean)))
+
+    def _at(self, delay: int, kind: str, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (self.now + delay, self._seq, kind, payload))
+
+    def run(self) -> RunResult:
+        end = self.settings.duration_ms
+        handlers: dict[str, Callable[[Any], None]] = {
+            "tick": self._on_tick,
+            "deliver": self._on_deliver,
+            "client": self._on_client,
+            "client_reply": self._on_client_reply,
+            "client_timeout": self._on_client_timeout,
+            "partition": self._on_partition,
+            "crash": self._on_crash,
+            "restart": self._on_restart,
+        }
+        limit = end + self.settings.settle_ms
+        settled_commit: int | None = None
+        while self._queue and not self.checker.violations:
+            time, _, kind, payload = heapq.heappop(self._queue)
+            if time > limit:
+                break
+            if self.faults_on and time >= end:
+                self._heal()
+                settled_commit = len(self.committed)
+            self.now = self.checker.now = time
+            self.events += 1
+            handlers[kind](payload)
+        if not self.checker.violations:
+            self._final_checks(settled_commit)
+        elections = len(self.checker._leaders)
+        return RunResult(
+            self.seed,
+            tuple(self.checker.violations),
+            len(self.committed),
+            sum(1 for op in self.ops if op.outcome is Outcome.OK),
+            elections,
+            self.events,
+        )
+
+    def _heal(self) -> None:
+        self.faults_on = False
+        self.blocked.clear()
+        for node in self.nodes.values():
+            node.crash_mid_ready = node.crash_after_commit = 0.0
+            if not node.up:
+                node.start()
+
+    def _final_checks(self, committed_at_heal: int | None) -> None:
+        for problem in check_history(self.ops, self.committed):
+            self.checker.fail("linearizability", problem)
+        if committed_at_heal is not None and len(self.committed) <= committed_at_heal:
+            self.checker.fail(
+                "liveness",
+                f"nothing committed in the {self.settings.settle_ms} ms after the network healed",
+            )
+
+    # ------------------------------------------------------------------------------------------ network
+
+    def _stores(self) -> dict[int, LogStore]:
+        return {i: n.store for i, n in self.nodes.items()}
+
+    def _send(self, src: int, dst: int, message: Message, origin: Origin | None) -> None:
+        faults = self.settings.faults if self.faults_on else Faults.none()
+        if self.rng.random() < faults.drop:
+            return
+        copies = 2 if self.rng.random() < faults.duplicate else 1
+        for _ in range(copies):
+            delay = self.rng.randint(faults.min_delay, faults.max_delay)
+            if self.rng.random() < faults.long_delay_rate:
+                delay += self.rng.randrange(faults.long_delay)
+            self._at(delay, "deliver", (src, dst, message, origin))
+
+    def _on_deliver(self, payload: tuple[int | None, int, Message, Origin | None]) -> None:
+        src, dst, message, origin = payload
+        if src is not None and (src, dst) in self.blocked:
+            return
+        self.nodes[dst].receive(message, origin)
+
+    def _on_tick(self, node_id: int) -> None:
+        self.nodes[node_id].tick()
+        self._at(self.tick_period[node_id], "tick", node_id)
+
+    # ------------------------------------------------------------------------------------------ faults
+
+    def _on_partition(self, _payload: None) -> None:
+        if not self.faults_on:
+            return
+        ids = list(self.nodes)
+        choice = self.rng.random()
+        self.blocked.clear()
+        leaders = self.leaders()
+        if choice < 0.3 and leaders:  # isolate the leader: strands whatever it appended last
+            side = {self.rng.choice(leaders)}
+            self.blocked = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
+        elif choice < 0.55:  # symmetric split
+            side = set(self.rng.sample(ids, self.rng.randint(1, len(ids) - 1)))
+            self.blocked = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
+        elif choice < 0.75:  # one-way cuts
+            for _ in range(self.rng.randint(1, len(ids))):
+                a, b = self.rng.sample(ids, 2)
+                self.blocked.add((a, b))
+        # else: healed
+        self._at(self._exp(self.settings.faults.partition_every), "partition", None)
+
+    def _on_crash(self, _payload: None) -> None:
+        if not self.faults_on:
+            return
+        up = [i for i, n in self.nodes.items() if n.up]
+        if up:
+            self.nodes[self.rng.choice(up)].crash()
+        self._at(self._exp(self.settings.faults.crash_every), "crash", None)
+
+    def _schedule_restart(self, node_id: int) -> None:
+        if self.faults_on:
+            self._at(50 + self.rng.randrange(500), "restart", node_id)
+
+    def _on_restart(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if not node.up:
+            node.start()
+
+    # ------------------------------------------------------------------------------------------ clients
+
+    def _applied(self, node_id: int, index: int, entry: LogEntry) -> None:
+        if isinstance(entry.value, Application):
+            self.committed[index] = entry.value.data
+
+    def _on_client(self, client: int) -> None:
+        if self._client_op[client] is not None:
+            return
+        op = ClientOp(client, len(self.ops), f"c{client}-{len(self.ops)}".encode(), self.now)
+        self.ops.append(op)
+        self._client_op[client] = op
+        hint = self._client_hint[client]
+        target = hint if hint is not None else self.rng.choice(list(self.nodes))
+        request = ClientRequest(entries=(LogEntry(0, Application(op.value)),))
+        self._send_client(target, request, Origin(client=client, op=op.op))
+        self._at(self.settings.client_timeout_ms, "client_timeout", (client, op.op))
+
+    def _send_client(self, target: int, request: ClientRequest, origin: Origin) -> None:
+        delay = self.rng.randint(1, 10)
+        if self.faults_on and self.rng.random() < self.settings.faults.drop:
+            return
+        self._at(delay, "deliver", (None, target, request, origin))
+
+    def _client_reply(self, origin: Origin, response: Response) -> None:
+        if self.faults_on and self.rng.random() < self.settings.faults.drop:
+            return
+        self._at(self.rng.randint(1, 10), "client_reply", (origin, response))
+
+    def _on_client_reply(self, payload: tuple[Origin, Response]) -> None:
+        origin, response = payload
+        assert origin.client is not None and origin.op is not None
+        op = self.ops[origin.op]
+        if op.outcome is not Outcome.PENDING or not isinstance(response, AppendEntriesResponse):
+            return  # a late or duplicate answer: the client moved on
+        op.ret = self.now
+        if response.accepted:
+            op.outcome, op.index = Outcome.OK, response.next_index - 1
+            self._client_hint[origin.client] = response.source
+        else:
+            op.outcome = Outcome.FAILED
+            leader = response.destination
+            self._client_hint[origin.client] = None if leader == NO_LEADER else leader
+        self._client_op[origin.client] = None
+        self._at(self.rng.randint(1, self.settings.client_think_ms), "client", origin.client)
+
+    def _on_client_timeout(self, payload: tuple[int, int]) -> None:
+        client, op_id = payload
+        op = self.ops[op_id]
+        if op.outcome is Outcome.PENDING:
+            op.outcome = Outcome.UNKNOWN
+            self._client_op[client] = None
+            self._client_hint[client] = None
+            self._at(self.rng.randint(1, self.settings.client_think_ms), "client", client)
+
+    def leaders(self) -> list[int]:
+        return [i for i, n in self.nodes.items() if n.core is not None and n.core.role is Role.LEADER]
+
+
+def run_seed(seed: int, settings: SimSettings) -> RunResult:
+    try:
+        return SimCluster(seed, settings).run()
+    except AssertionError as e:  # an assertion inside the core is a safety violation too
+        return RunResult(seed, (Violation(-1, "assertion", str(e) or repr(e)),), 0, 0, 0, 0)

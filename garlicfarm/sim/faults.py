@@ -1,0 +1,49 @@
+"""Fault settings for a simulated run: what the network and the machines may do to the cores."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Faults:
+    """Probabilities are per message (network) or per scheduling decision (machines)."""
+
+    drop: float = 0.02
+    duplicate: float = 0.02
+    #: delivery delay in ms, uniform; a random delay per message reorders them
+    min_delay: int = 1
+    max_delay: int = 15
+    #: share of messages delayed much longer (up to ``long_delay`` ms)
+    long_delay_rate: float = 0.01
+    long_delay: int = 400
+    #: mean ms between partition changes (symmetric splits, one-way cuts, heals); 0 = none
+    partition_every: int = 700
+    #: mean ms between crashes; a crashed node restarts from its durable state after a while
+    crash_every: int = 900
+    #: chance that a node crashes in the middle of handling a Ready (before or after persisting)
+    crash_mid_ready: float = 0.002
+    #: chance that a leader crashes right after its commit index advances (a "buggify" point: the
+    #: moment the Figure 8 scenario turns on)
+    crash_after_commit: float = 0.01
+    #: per-node tick period varies by up to this fraction (clock skew)
+    clock_skew: float = 0.2
+
+    @classmethod
+    def none(cls) -> Faults:
+        return cls(0.0, 0.0, 1, 3, 0.0, 0, 0, 0, 0.0, 0.0, 0.0)
+
+
+@attrs.frozen
+class Mutations:
+    """Deliberate bugs, to prove the simulator can catch them."""
+
+    #: the leader commits entries of earlier terms by counting replicas (Raft §5.4.2 broken)
+    commit_old_terms: bool = False
+    #: votes are granted without checking the candidate's log is up to date (§5.4.1 broken)
+    skip_vote_log_check: bool = False
+    #: messages leave before the state they depend on is persisted
+    send_before_persist: bool = False
+
+    def any(self) -> bool:
+        return self.commit_old_terms or self.skip_vote_log_check or self.send_before_persist

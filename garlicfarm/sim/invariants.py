@@ -1,0 +1,117 @@
+"""Raft's safety properties, checked incrementally after every simulated step.
+
+* election safety: at most one leader per term;
+* log matching: an (index, term) pair names one entry, with one predecessor term, on every node, so
+  two logs holding the same (index, term) are equal up to it;
+* leader completeness: a leader's log holds every committed entry;
+* state-machine safety: every node applies the same entry at an index;
+* monotonic commit: a node's commit index never goes back while it runs;
+* durable quorum: when a leader commits index i, a quorum of its configuration has i, with the same
+  term, in durable storage (this is what persist-before-send buys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from garlicfarm.storage.interface import LogStore
+from garlicfarm.wire.codec import encode_value
+from garlicfarm.wire.payloads import LogEntry
+
+
+@attrs.frozen
+class Violation:
+    time: int
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"t={self.time}ms {self.rule}: {self.detail}"
+
+
+def _key(entry: LogEntry) -> tuple[int, int, bytes]:
+    return (entry.term, entry.value_type, encode_value(entry.value))
+
+
+class InvariantChecker:
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self.now = 0
+        self._leaders: dict[int, int] = {}
+        #: (index, term) -> (entry key, term of index - 1)
+        self._entries: dict[tuple[int, int], tuple[tuple[int, int, bytes], int | None]] = {}
+        #: index -> key of the entry committed (applied) there
+        self._committed: dict[int, tuple[int, int, bytes]] = {}
+        self._commit: dict[int, int] = {}
+
+    def fail(self, rule: str, detail: str) -> None:
+        self.violations.append(Violation(self.now, rule, detail))
+
+    def restarted(self, node: int) -> None:
+        self._commit.pop(node, None)
+
+    def leader(self, node: int, term: int) -> None:
+        other = self._leaders.setdefault(term, node)
+        if other != node:
+            self.fail("election safety", f"nodes {other} and {node} both lead term {term}")
+
+    def leader_log(self, node: int, term_at: Iterable[tuple[int, int | None]]) -> None:
+        """``term_at`` yields (index, term in the leader's log) for every committed index to check."""
+        for index, term in term_at:
+            key = self._committed.get(index)
+            if key is not None and term is not None and term != key[0]:
+                self.fail(
+                    "leader completeness",
+                    f"leader {node} has term {term} at index {index}, committed entry has term {key[0]}",
+                )
+                return
+
+    def committed_indexes(self) -> list[int]:
+        return sorted(self._committed)
+
+    def appended(self, node: int, index: int, entry: LogEntry, prev_term: int | None) -> None:
+        record = self._entries.setdefault((index, entry.term), (_key(entry), prev_term))
+        if record[0] != _key(entry):
+            self.fail(
+                "log matching", f"node {node} holds a different entry at index {index} term {entry.term}"
+            )
+        elif prev_term is not None and record[1] is not None and record[1] != prev_term:
+            self.fail(
+                "log matching",
+                f"node {node}: entry {index} of term {entry.term} follows term {prev_term}, "
+                f"elsewhere term {record[1]}",
+            )
+
+    def commit_index(self, node: int, commit: int) -> None:
+        before = self._commit.get(node, 0)
+        if commit < before:
+            self.fail("monotonic commit", f"node {node} commit went from {before} to {commit}")
+        self._commit[node] = commit
+
+    def applied(self, node: int, index: int, entry: LogEntry) -> bool:
+        """Record an applied entry; True if it is the first time anyone applied this index."""
+        key = _key(entry)
+        first = self._committed.setdefault(index, key)
+        if first != key:
+            self.fail("state machine safety", f"node {node} applied a different entry at index {index}")
+        return first is key
+
+    def durable_quorum(
+        self, leader: int, index: int, term: int, voters: frozenset[int], stores: Mapping[int, LogStore]
+    ) -> None:
+        holders = 0
+        for voter in voters:
+            store = stores.get(voter)
+            if store is None:
+                continue
+            entries = store.entries(index, index + 1)
+            if entries and entries[0].term == term:
+                holders += 1
+        if holders < len(voters) // 2 + 1:
+            self.fail(
+                "durable quorum",
+                f"leader {leader} committed index {index} (term {term}) held durably by {holders} of "
+                f"{len(voters)} voters",
+            )

@@ -1,0 +1,186 @@
+"""A simulated server: a Raft core, its durable store, and the Ready loop a real driver runs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.types import RaftOptions, Ready, Role
+from garlicfarm.sim.faults import Mutations
+from garlicfarm.sim.invariants import InvariantChecker
+from garlicfarm.sim.mutants import NoLogCheckVoteCore, OldTermCommitCore
+from garlicfarm.storage.interface import LogStore
+from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.wire.messages import Message, Request, Response
+from garlicfarm.wire.payloads import Configuration, LogEntry
+
+
+@attrs.frozen
+class Origin:
+    """Who is waiting for the reply to a request: a peer server, or a simulated client's operation."""
+
+    node: int | None = None
+    client: int | None = None
+    op: int | None = None
+
+
+class Crashed(Exception):
+    """The node crashed while handling a Ready (a scheduled mid-Ready crash)."""
+
+
+SendFn = Callable[[int, int, Message, Origin | None], None]
+
+
+class SimNode:
+    def __init__(
+        self,
+        server_id: int,
+        bootstrap: Configuration,
+        options: RaftOptions,
+        rng: random.Random,
+        checker: InvariantChecker,
+        mutations: Mutations,
+        send: SendFn,
+        on_reply: Callable[[Origin, Response], None],
+        on_apply: Callable[[int, int, LogEntry], None],
+        on_crash: Callable[[int], None],
+        peer_stores: Callable[[], Mapping[int, LogStore]],
+    ) -> None:
+        self.id = server_id
+        self.store = MemoryLogStore()
+        self.bootstrap = bootstrap
+        self.options = options
+        self.rng = rng
+        self.checker = checker
+        self.mutations = mutations
+        self._send = send
+        self._on_reply = on_reply
+        self._on_apply = on_apply
+        self._on_crash = on_crash
+        self._peer_stores = peer_stores
+        self.core: RaftCore | None = None
+        self._handles: dict[int, Origin] = {}
+        self._next_handle = 0
+        self.crash_mid_ready = 0.0
+        self.crash_after_commit = 0.0
+        self.start()
+
+    @property
+    def up(self) -> bool:
+        return self.core is not None
+
+    def start(self) -> None:
+        cls: type[RaftCore] = RaftCore
+        if self.mutations.commit_old_terms:
+            cls = OldTermCommitCore
+        elif self.mutations.skip_vote_log_check:
+            cls = NoLogCheckVoteCore
+        self.core = cls(self.id, self.store.load(), self.rng, self.bootstrap, self.options)
+        self._handles = {}
+        self._leader_term = -1
+        self._seen_commit = 0
+        self.checker.restarted(self.id)
+
+    def crash(self) -> None:
+        """Lose everything not in the store: the core, pending replies, unsent messages."""
+        self.core = None
+        self._handles = {}
+        self._on_crash(self.id)
+
+    def tick(self) -> None:
+        if self.core is not None:
+            self.core.tick()
+            self.process()
+
+    def receive(self, message: Message, origin: Origin | None) -> None:
+        core = self.core
+        if core is None:
+            return
+        if isinstance(message, Request):
+            handle = self._next_handle
+            self._next_handle += 1
+            assert origin is not None
+            self._handles[handle] = origin
+            core.step(message, handle)
+        else:
+            core.step(message)
+        self.process()
+
+    def process(self) -> None:
+        try:
+            while self.core is not None and self.core.has_ready():
+                self._handle_ready(self.core, self.core.ready())
+        except Crashed:
+            self.crash()
+        if self.core is not None:
+            self._observe(self.core)
+
+    def _maybe_crash(self) -> None:
+        if self.crash_mid_ready and self.rng.random() < self.crash_mid_ready:
+            raise Crashed
+
+    def _handle_ready(self, core: RaftCore, ready: Ready) -> None:
+        self._check_entries(core, ready)
+        if self.mutations.send_before_persist:
+            self._dispatch(core, ready)
+            self._maybe_crash()
+            self._persist(ready)
+            core.advance(ready)
+        else:
+            self._maybe_crash()
+            self._persist(ready)
+            core.advance(ready)
+            self._maybe_crash()
+            self._dispatch(core, ready)
+
+    def _persist(self, ready: Ready) -> None:
+        if ready.needs_persist():
+            self.store.save(ready.hard_state, ready.entries_from, ready.entries)
+
+    def _dispatch(self, core: RaftCore, ready: Ready) -> None:
+        for send in ready.sends:
+            self._send(self.id, send.to, send.message, Origin(node=self.id))
+        for reply in ready.replies:
+            origin = self._handles.pop(reply.handle)
+            if origin.node is not None:
+                self._send(self.id, origin.node, reply.message, None)
+            else:
+                self._on_reply(origin, reply.message)
+        for index, entry in ready.committed:
+            if self.checker.applied(self.id, index, entry):
+                self._on_apply(self.id, index, entry)
+
+    def _check_entries(self, core: RaftCore, ready: Ready) -> None:
+        if ready.entries_from is None:
+            return
+        prev_term = core.log.term_at(ready.entries_from - 1)
+        for offset, entry in enumerate(ready.entries):
+            self.checker.appended(self.id, ready.entries_from + offset, entry, prev_term)
+            prev_term = entry.term
+
+    def _observe(self, core: RaftCore) -> None:
+        self.checker.commit_index(self.id, core.commit)
+        if core.role is not Role.LEADER:
+            return
+        if self._leader_term != core.term:
+            self._leader_term = core.term
+            self._seen_commit = core.commit
+            self.checker.leader(self.id, core.term)
+            self.checker.leader_log(
+                self.id,
+                (
+                    (i, core.log.term_at(i))
+                    for i in self.checker.committed_indexes()
+                    if i > core.log.snapshot_index
+                ),
+            )
+        if core.commit > self._seen_commit:
+            self._seen_commit = core.commit
+            term = core.log.term_at(core.commit)
+            assert term is not None
+            self.checker.durable_quorum(self.id, core.commit, term, core.voters(), self._peer_stores())
+            if self.crash_after_commit and self.rng.random() < self.crash_after_commit:
+                self.crash()
