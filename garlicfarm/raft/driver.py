@@ -1,0 +1,220 @@
+"""Runs a :class:`RaftCore` under Twisted: ticks from ``IReactorTime``, persistence through a
+:class:`LogStore`, messages through a :class:`PeerTransport`, results as Deferreds.
+
+The order in :meth:`RaftDriver._process` is the safety contract: persist, then ``advance``, then send,
+reply and apply. Nothing leaves this node before what it depends on is durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.types import Ready
+from garlicfarm.storage.interface import LogStore, StorageError
+from garlicfarm.wire.messages import Request, Response
+from garlicfarm.wire.payloads import LogEntry
+from garlicfarm.wire.types import NO_LEADER
+
+
+class NotLeader(Exception):
+    """This node is not the leader; ``leader_id``/``endpoint`` name the one it knows, if any."""
+
+    def __init__(self, leader_id: int | None, endpoint: str | None = None) -> None:
+        self.leader_id = leader_id
+        self.endpoint = endpoint
+        if leader_id is None:
+            message = "not the leader, and no leader is known"
+        else:
+            message = f"not the leader; the leader is server {leader_id}" + (
+                f" at {endpoint}" if endpoint else ""
+            )
+        super().__init__(message)
+
+
+class CommitTimeout(Exception):
+    """No commit decision in time; the entry may still commit later (outcome unknown)."""
+
+
+class NodeStopped(Exception):
+    """The node stopped (shutdown or a storage failure) before answering."""
+
+
+class PeerTransport(Protocol):
+    def send(self, to: int, message: Request) -> Deferred[Response]:
+        """Send a request to server ``to``; fires with its response, or fails (timeout, no connection)."""
+
+
+ApplyFn = Callable[[int, LogEntry], None]
+
+
+class RaftDriver:
+    log = Logger()
+
+    def __init__(
+        self,
+        core: RaftCore,
+        store: LogStore,
+        reactor: IReactorTime,
+        transport: PeerTransport,
+        tick_seconds: float = 0.05,
+        on_apply: ApplyFn | None = None,
+        submit_timeout: float = 10.0,
+    ) -> None:
+        self.core = core
+        self.store = store
+        self.reactor = reactor
+        self.transport = transport
+        self.tick_seconds = tick_seconds
+        self.submit_timeout = submit_timeout
+        self._on_apply: list[ApplyFn] = [on_apply] if on_apply else []
+        self._pending: dict[int, Deferred[Response]] = {}
+        self._next_handle = 0
+        self._processing = False
+        self._again = False
+        self._ticker = LoopingCall(self._tick)
+        self._ticker.clock = reactor
+        self.running = False
+        self.stopped_by: Failure | None = None
+
+    # ------------------------------------------------------------------------------------------ life
+
+    def start(self) -> None:
+        self.running = True
+        self._ticker.start(self.tick_seconds, now=False)
+        self.log.info("raft node {id} started in term {term}", id=self.core.id, term=self.core.term)
+        self._process()
+
+    def stop(self, reason: Failure | None = None) -> None:
+        if not self.running:
+            return
+        self.running = False
+        self.stopped_by = reason
+        if self._ticker.running:
+            self._ticker.stop()
+        pending, self._pending = self._pending, {}
+        for d in pending.values():
+            d.errback(
+                NodeStopped("the node stopped" if reason is None else f"the node stopped: {reason.value}")
+            )
+
+    def add_apply_callback(self, fn: ApplyFn) -> None:
+        self._on_apply.append(fn)
+
+    # ------------------------------------------------------------------------------------------ public
+
+    def submit(self, data: bytes) -> Deferred[int]:
+        """Append ``data`` as an Application entry; fires with its index once committed.
+
+        Fails with :class:`NotLeader` (naming the leader) when this node does not lead, with
+        :class:`CommitTimeout` when no decision comes within ``submit_timeout`` seconds.
+        """
+        if not self.running:
+            return _failed(NodeStopped("the node is not running"))
+        if not self.core.is_leader():
+            return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
+        handle = self._new_handle()
+        reply = self._pending[handle] = Deferred()
+        self.core.propose(data, handle)
+        self._process()
+        result: Deferred[int] = reply.addCallback(self._committed_index)
+        timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle)
+        return result.addBoth(_cancel_timer, timer)
+
+    def handle_request(self, request: Request) -> Deferred[Response]:
+        """Serve a request from a peer or client; fires with the response to send back."""
+        if not self.running:
+            return _failed(NodeStopped("the node is not running"))
+        handle = self._new_handle()
+        d = self._pending[handle] = Deferred()
+        self.core.step(request, handle)
+        self._process()
+        return d
+
+    def status(self) -> dict[str, Any]:
+        return self.core.status()
+
+    # ------------------------------------------------------------------------------------------ inside
+
+    def _new_handle(self) -> int:
+        self._next_handle += 1
+        return self._next_handle
+
+    def _committed_index(self, response: Response) -> int:
+        if response.accepted:
+            return response.next_index - 1
+        leader = None if response.destination == NO_LEADER else response.destination
+        endpoint = None if leader is None else self.core.config.endpoint_of(leader)
+        raise NotLeader(leader, endpoint)
+
+    def _time_out(self, handle: int) -> None:
+        d = self._pending.pop(handle, None)
+        if d is not None:
+            d.errback(CommitTimeout(f"no commit decision within {self.submit_timeout}s; it may still commit"))
+
+    def _tick(self) -> None:
+        self.core.tick()
+        self._process()
+
+    def _on_response(self, response: Response) -> None:
+        if self.running:
+            self.core.step(response)
+            self._process()
+
+    def _on_send_failure(self, failure: Failure, to: int) -> None:
+        if not failure.check(CancelledError):
+            self.log.debug("request to server {to} failed: {why}", to=to, why=failure.getErrorMessage())
+
+    def _process(self) -> None:
+        """Drain the core. Re-entrant calls (a response firing synchronously) just ask for another pass."""
+        if self._processing:
+            self._again = True
+            return
+        self._processing = True
+        try:
+            while self.running and (self._again or self.core.has_ready()):
+                self._again = False
+                if self.core.has_ready():
+                    self._handle(self.core.ready())
+        except StorageError:
+            failure = Failure()
+            self.log.failure(
+                "storage failed; stopping this node so that it cannot act on lost state", failure
+            )
+            self.stop(failure)
+        finally:
+            self._processing = False
+
+    def _handle(self, ready: Ready) -> None:
+        if ready.needs_persist():
+            self.store.save(ready.hard_state, ready.entries_from, ready.entries)
+        self.core.advance(ready)
+        for send in ready.sends:
+            d = self.transport.send(send.to, send.message)
+            d.addCallbacks(self._on_response, self._on_send_failure, errbackArgs=(send.to,))
+        for reply in ready.replies:
+            pending = self._pending.pop(reply.handle, None)
+            if pending is not None:
+                pending.callback(reply.message)
+        for index, entry in ready.committed:
+            for fn in self._on_apply:
+                fn(index, entry)
+
+
+def _failed(error: Exception) -> Deferred[Any]:
+    d: Deferred[Any] = Deferred()
+    d.errback(error)
+    return d
+
+
+def _cancel_timer(result: object, timer: IDelayedCall) -> object:
+    if timer.active():
+        timer.cancel()
+    return result

@@ -1,0 +1,213 @@
+"""The Twisted driver: Deferreds, ticks from a Clock, persistence before I/O."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+
+from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.driver import CommitTimeout, NodeStopped, NotLeader, RaftDriver
+from garlicfarm.raft.types import RaftOptions
+from garlicfarm.storage.interface import LogStore, StorageError
+from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.storage.sqlite import SQLiteLogStore
+from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry, Request, Response
+
+TICK = 0.01
+OPTIONS = RaftOptions(election_ticks=10, heartbeat_ticks=2)
+
+
+class LocalTransport:
+    """Delivers requests to other drivers in the same process after one reactor turn."""
+
+    def __init__(self, clock: Clock, cluster: dict[int, RaftDriver], me: int) -> None:
+        self.clock = clock
+        self.cluster = cluster
+        self.me = me
+
+    def send(self, to: int, message: Request) -> Deferred[Response]:
+        d: Deferred[Response] = Deferred()
+
+        def deliver() -> None:
+            peer = self.cluster.get(to)
+            if peer is None or not peer.running:
+                return  # lost: the sender's core recovers by retrying on its own schedule
+            peer.handle_request(message).chainDeferred(d)
+
+        self.clock.callLater(0.001, deliver)
+        return d
+
+
+def make_cluster(
+    n: int, stores: dict[int, LogStore] | None = None
+) -> tuple[Clock, dict[int, RaftDriver], dict[int, list[tuple[int, bytes]]]]:
+    clock = Clock()
+    bootstrap = Configuration(
+        0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in range(1, n + 1))
+    )
+    drivers: dict[int, RaftDriver] = {}
+    applied: dict[int, list[tuple[int, bytes]]] = {}
+    for i in range(1, n + 1):
+        store = stores[i] if stores else MemoryLogStore()
+        core = RaftCore(i, store.load(), random.Random(i), bootstrap, OPTIONS)
+        applied[i] = []
+
+        def on_apply(index: int, entry: LogEntry, sink: list[tuple[int, bytes]] = applied[i]) -> None:
+            if isinstance(entry.value, Application):
+                sink.append((index, entry.value.data))
+
+        drivers[i] = RaftDriver(core, store, clock, LocalTransport(clock, drivers, i), TICK, on_apply)
+    for d in drivers.values():
+        d.start()
+    return clock, drivers, applied
+
+
+def run(clock: Clock, seconds: float) -> None:
+    for _ in range(round(seconds / 0.001)):
+        clock.advance(0.001)
+
+
+def leader_of(drivers: dict[int, RaftDriver]) -> RaftDriver:
+    leaders = [d for d in drivers.values() if d.running and d.core.is_leader()]
+    assert len(leaders) == 1, [d.status()["role"] for d in drivers.values()]
+    return leaders[0]
+
+
+def error_of(d: Deferred[Any]) -> BaseException:
+    failures: list[Failure] = []
+
+    def collect(failure: Failure) -> None:
+        failures.append(failure)
+
+    d.addErrback(collect)
+    assert failures, "deferred has not failed"
+    error = failures[0].value
+    assert error is not None
+    return error
+
+
+def result_of(d: Deferred[int]) -> int:
+    out: list[int] = []
+    d.addCallback(out.append)
+    assert out, "deferred has not fired"
+    return out[0]
+
+
+def test_elects_and_commits_on_every_node() -> None:
+    clock, drivers, applied = make_cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    d = leader.submit(b'{"n":1}')
+    run(clock, 0.2)
+    index = result_of(d)
+    assert all((index, b'{"n":1}') in applied[i] for i in drivers)
+
+
+def test_submit_to_follower_names_the_leader() -> None:
+    clock, drivers, _ = make_cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    follower = next(d for d in drivers.values() if d is not leader)
+    error = error_of(follower.submit(b"{}"))
+    assert isinstance(error, NotLeader)
+    assert error.leader_id == leader.core.id
+    assert error.endpoint == f"tcp://127.0.0.1:{9000 + leader.core.id}"
+    assert str(error).startswith(f"not the leader; the leader is server {leader.core.id} at tcp://")
+
+
+def test_no_leader_known() -> None:
+    _, drivers, _ = make_cluster(3)
+    error = error_of(drivers[1].submit(b"{}"))
+    assert isinstance(error, NotLeader)
+    assert error.leader_id is None
+    assert "no leader is known" in str(error)
+
+
+def test_commit_timeout_when_the_majority_is_gone() -> None:
+    clock, drivers, _ = make_cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    for other in drivers.values():
+        if other is not leader:
+            other.stop()
+    d = leader.submit(b"{}")
+    run(clock, leader.submit_timeout + 0.1)
+    assert isinstance(error_of(d), CommitTimeout)
+
+
+def test_failover_and_durable_restart(tmp_path: Path) -> None:
+    stores: dict[int, LogStore] = {i: SQLiteLogStore(tmp_path / f"n{i}.db") for i in (1, 2, 3)}
+    clock, drivers, applied = make_cluster(3, stores)
+    run(clock, 1.0)
+    first = leader_of(drivers)
+    index = result_of(_submit_and_run(clock, first, b'{"a":1}'))
+    first.stop()
+    run(clock, 1.0)
+    second = leader_of(drivers)
+    assert second is not first
+    index2 = result_of(_submit_and_run(clock, second, b'{"b":2}'))
+    assert index2 > index
+    # the old leader comes back from its SQLite file and catches up
+    old_id = first.core.id
+    stores[old_id].close()
+    stores[old_id] = SQLiteLogStore(tmp_path / f"n{old_id}.db")
+    bootstrap = second.core.config
+    core = RaftCore(old_id, stores[old_id].load(), random.Random(99), bootstrap, OPTIONS)
+    applied[old_id].clear()
+
+    def on_apply(i: int, entry: LogEntry) -> None:
+        if isinstance(entry.value, Application):
+            applied[old_id].append((i, entry.value.data))
+
+    drivers[old_id] = RaftDriver(
+        core, stores[old_id], clock, LocalTransport(clock, drivers, old_id), TICK, on_apply
+    )
+    drivers[old_id].start()
+    run(clock, 1.0)
+    assert (index, b'{"a":1}') in applied[old_id]
+    assert (index2, b'{"b":2}') in applied[old_id]
+
+
+def _submit_and_run(clock: Clock, driver: RaftDriver, data: bytes) -> Deferred[int]:
+    d = driver.submit(data)
+    run(clock, 0.3)
+    return d
+
+
+class FullDisk(MemoryLogStore):
+    def save(self, *args: object, **kwargs: object) -> None:
+        raise StorageError("database or disk is full")
+
+
+def test_storage_failure_stops_the_node_and_fails_waiters() -> None:
+    clock, drivers, _ = make_cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    leader.store = FullDisk()
+    error = error_of(leader.submit(b"{}"))
+    assert not leader.running
+    assert isinstance(error, NodeStopped)
+    assert "disk is full" in str(error)
+    run(clock, 1.5)
+    assert leader_of(drivers) is not leader  # the others elect a new leader
+
+
+def test_submit_after_stop() -> None:
+    _, drivers, _ = make_cluster(1)
+    drivers[1].stop()
+    assert isinstance(error_of(drivers[1].submit(b"{}")), NodeStopped)
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_cluster_sizes(n: int) -> None:
+    clock, drivers, applied = make_cluster(n)
+    run(clock, 1.5)
+    leader = leader_of(drivers)
+    index = result_of(_submit_and_run(clock, leader, b"[1]"))
+    assert all((index, b"[1]") in applied[i] for i in drivers)
