@@ -1,0 +1,141 @@
+"""Server-side nonce state, shared by every inbound connection of one server.
+
+Nonces are stateless: ``base64url(issued_at ‖ random ‖ HMAC(secret, issued_at ‖ random))``. Issuing one
+stores nothing, so a flood of request 1s costs no memory. Only nonces that were *used* with valid
+credentials are tracked, with the highest ``nc`` seen, to refuse replays. That table is bounded: when
+full, the entry issued earliest is dropped and the issue time of everything dropped so far becomes a
+watermark — an untracked nonce issued at or before it may have been used already, so it is refused as
+stale (the client just takes the fresh challenge), never accepted. A replay is therefore never admitted,
+whatever the eviction order.
+
+Not thread-safe: one reactor thread drives it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import hashlib
+import heapq
+import hmac
+import math
+import struct
+from collections.abc import Callable
+
+from garlicfarm.handshake.errors import ConfigError
+
+DEFAULT_NONCE_LIFETIME = 3600.0
+DEFAULT_MAX_TRACKED = 10_000
+
+_TIME = struct.Struct(">d")
+_RANDOM_LEN = 12
+_MAC_LEN = 16
+_RAW_LEN = _TIME.size + _RANDOM_LEN + _MAC_LEN  # 36 bytes: a multiple of 3, so base64 has no padding
+_TEXT_LEN = _RAW_LEN * 4 // 3
+
+
+class NonceVerdict(enum.Enum):
+    ACCEPTED = "accepted"
+    EXPIRED = "expired"  # ours, older than the lifetime
+    FORGOTTEN = "forgotten"  # ours, but issued before the eviction watermark: treated as stale
+    UNKNOWN = "unknown"  # not ours: forged, mangled, or from before a restart (another secret)
+    REPLAYED = "replayed"  # nc not above the highest nc already accepted for this nonce
+
+
+class NonceRegistry:
+    """Issues nonces and admits ``(nonce, nc)`` pairs.
+
+    ``random_bytes`` is the randomness source (``os.urandom`` at the edge); ``lifetime`` is how long a
+    nonce stays usable after it was issued (at least the hour the proposal asks clients to cache);
+    ``max_tracked`` bounds the used-nonce table.
+    """
+
+    def __init__(
+        self,
+        random_bytes: Callable[[int], bytes],
+        *,
+        lifetime: float = DEFAULT_NONCE_LIFETIME,
+        max_tracked: int = DEFAULT_MAX_TRACKED,
+    ) -> None:
+        if not (lifetime > 0 and math.isfinite(lifetime)):
+            raise ConfigError(f"nonce lifetime must be a positive number of seconds, not {lifetime!r}")
+        if max_tracked < 1:
+            raise ConfigError(f"max_tracked must be at least 1, not {max_tracked!r}")
+        self._random_bytes = random_bytes
+        self._secret = random_bytes(32)
+        self._lifetime = lifetime
+        self._max_tracked = max_tracked
+        self._highest_nc: dict[str, int] = {}
+        self._by_issue: list[tuple[float, str]] = []  # heap over the tracked nonces
+        self._watermark = -math.inf
+        # Clients echo it (RFC 7616 §3.3); it carries no state and the server does not check it.
+        self.opaque = _b64(self._mac(b"opaque"))
+
+    @property
+    def lifetime(self) -> float:
+        return self._lifetime
+
+    def __len__(self) -> int:
+        """Number of used nonces tracked."""
+        return len(self._highest_nc)
+
+    def issue(self, now: float) -> str:
+        body = _TIME.pack(now) + self._random_bytes(_RANDOM_LEN)
+        return _b64(body + self._mac(body))
+
+    def issued_at(self, nonce: str) -> float | None:
+        """When ``nonce`` was issued, or ``None`` if it is not a nonce of this registry."""
+        if len(nonce) != _TEXT_LEN or not nonce.isascii():
+            return None
+        try:
+            raw = base64.b64decode(nonce.encode("ascii"), altchars=b"-_", validate=True)
+        except binascii.Error:
+            return None
+        body, mac = raw[:-_MAC_LEN], raw[-_MAC_LEN:]
+        if not hmac.compare_digest(mac, self._mac(body)):
+            return None
+        (issued,) = _TIME.unpack_from(body)
+        return float(issued)
+
+    def admit(self, nonce: str, nc: int, now: float) -> NonceVerdict:
+        """Judge ``nonce`` with count ``nc``, recording ``nc`` if accepted.
+
+        Call it only for credentials whose digest already checked out, so a forger cannot burn
+        ``nc`` values and lock the real client out of its nonce.
+        """
+        issued = self.issued_at(nonce)
+        if issued is None:
+            return NonceVerdict.UNKNOWN
+        # `not <=` rather than `>`: a NaN time counts as expired.
+        if not now - issued <= self._lifetime:
+            return NonceVerdict.EXPIRED
+        self._forget_expired(now)
+        highest = self._highest_nc.get(nonce)
+        if highest is None:
+            if issued <= self._watermark:
+                return NonceVerdict.FORGOTTEN
+            heapq.heappush(self._by_issue, (issued, nonce))
+        elif nc <= highest:
+            return NonceVerdict.REPLAYED
+        self._highest_nc[nonce] = nc
+        while len(self._by_issue) > self._max_tracked:
+            self._drop_oldest()
+        return NonceVerdict.ACCEPTED
+
+    def _forget_expired(self, now: float) -> None:
+        while self._by_issue and not now - self._by_issue[0][0] <= self._lifetime:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        issued, nonce = heapq.heappop(self._by_issue)
+        del self._highest_nc[nonce]
+        # Also on expiry: should `now` ever step back, a purged nonce must not come back untracked.
+        self._watermark = max(self._watermark, issued)
+
+    def _mac(self, data: bytes) -> bytes:
+        return hmac.new(self._secret, data, hashlib.sha256).digest()[:_MAC_LEN]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
