@@ -1,5 +1,15 @@
 """Durable Raft state: the log-store seam and its SQLite and in-memory implementations."""
 
 from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StorageError, StoredState
+from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.storage.sqlite import SQLiteLogStore
 
-__all__ = ["HardState", "LogStore", "SnapshotMeta", "StorageError", "StoredState"]
+__all__ = [
+    "HardState",
+    "LogStore",
+    "MemoryLogStore",
+    "SQLiteLogStore",
+    "SnapshotMeta",
+    "StorageError",
+    "StoredState",
+]

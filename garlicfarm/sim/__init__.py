@@ -1,0 +1,1 @@
+"""Deterministic cluster simulation and the checks run on what it produces."""

@@ -1,0 +1,333 @@
+"""The durable default :class:`~garlicfarm.storage.interface.LogStore`: one SQLite file.
+
+WAL journal with ``synchronous=FULL`` and one transaction per :meth:`SQLiteLogStore.save`, so a save is
+on disk when it returns and the driver's group commit costs one fsync per batch. The file is locked
+exclusively while open, so two nodes can never share a log. A file that is empty or missing is
+initialised; anything else must carry our ``application_id`` and a format version we can read, or it is
+refused with a :class:`~garlicfarm.storage.interface.StorageError` naming the path.
+
+Not thread-safe: the driver must not overlap calls (it may make them from a worker thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from types import TracebackType
+
+from garlicfarm.storage._rules import MAX_INDEX, check_hard_state, check_save, check_snapshot, clamp_commit
+from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError, StoredState
+from garlicfarm.wire.codec import decode_value, encode_value
+from garlicfarm.wire.payloads import Configuration, LogEntry
+from garlicfarm.wire.types import ValueType
+
+APPLICATION_ID = 0x47464C47  # "GFLG", in the SQLite header: how `file` and we recognise the store
+FORMAT_VERSION = 1  # PRAGMA user_version; bump on any schema change
+_FORMAT_NAME = "garlicfarm log store"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLES = frozenset({"garlicfarm_meta", "hard_state", "snapshot", "entries"})
+
+_SCHEMA = (
+    "CREATE TABLE garlicfarm_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT",
+    "CREATE TABLE hard_state (id INTEGER PRIMARY KEY CHECK (id = 0), term INTEGER NOT NULL,"
+    " voted_for INTEGER, commit_index INTEGER NOT NULL) STRICT",
+    "CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), last_index INTEGER NOT NULL,"
+    " last_term INTEGER NOT NULL, config BLOB NOT NULL) STRICT",
+    "CREATE TABLE entries (idx INTEGER PRIMARY KEY, term INTEGER NOT NULL,"
+    " value_type INTEGER NOT NULL, value BLOB NOT NULL) STRICT",
+)
+
+_INSERT_ENTRY = "INSERT INTO entries (idx, term, value_type, value) VALUES (?, ?, ?, ?)"
+_DELETE_FROM = "DELETE FROM entries WHERE idx >= ?"
+_PUT_HARD_STATE = "INSERT OR REPLACE INTO hard_state (id, term, voted_for, commit_index) VALUES (0, ?, ?, ?)"
+_SELECT_ALL = "SELECT idx, term, value_type, value FROM entries ORDER BY idx"
+_SELECT_ENTRIES = "SELECT idx, term, value_type, value FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
+
+
+def _i64(u: int) -> int:
+    """Terms are u64 on the wire and SQLite integers are signed: store the two's-complement bits."""
+    return u - 2**64 if u > MAX_INDEX else u
+
+
+def _u64(i: int) -> int:
+    return i + 2**64 if i < 0 else i
+
+
+class SQLiteLogStore:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._failed: str | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._check_magic()
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=0, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise self._error("open", e) from e
+        try:
+            self._snapshot, self._last = self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    # ------------------------------------------------------------------------------------------ open
+
+    def _check_magic(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(len(_SQLITE_MAGIC))
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise StorageError(f"cannot open {self.path}: {e}") from e
+        if head and head != _SQLITE_MAGIC:  # empty is fine: SQLite initialises a zero-byte file
+            raise StorageError(f"{self.path} is not a {_FORMAT_NAME} (not an SQLite database)")
+
+    def _prepare(self, conn: sqlite3.Connection) -> tuple[SnapshotMeta | None, int]:
+        try:
+            # Exclusive locking: every lock taken is held until close, and WAL then needs no -shm file.
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            fresh = self._identify(conn)  # before switching to WAL, which would rewrite a foreign header
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StorageError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = FULL")
+            if fresh:
+                self._initialise(conn)
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+            if problems != ["ok"]:
+                raise StorageError(f"{self.path} is corrupt: {'; '.join(problems)}")
+            return self._read_bounds(conn)
+        except sqlite3.Error as e:
+            raise self._error("open", e) from e
+
+    def _identify(self, conn: sqlite3.Connection) -> bool:
+        """Is this a new (or zero-byte) file? Refuse it unless it is empty or one of ours."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        if app_id == 0 and version == 0 and not tables:
+            return True
+        if app_id != APPLICATION_ID:
+            raise StorageError(
+                f"{self.path} is not a {_FORMAT_NAME} (SQLite application_id {app_id:#x}, "
+                f"tables: {', '.join(sorted(tables)) or 'none'})"
+            )
+        if version > FORMAT_VERSION:
+            raise StorageError(
+                f"{self.path} has store format {version}, newer than this garlicfarm reads "
+                f"({FORMAT_VERSION}): upgrade garlicfarm"
+            )
+        missing = _TABLES - tables
+        if missing:
+            raise StorageError(f"{self.path} is corrupt: tables missing: {', '.join(sorted(missing))}")
+        meta = dict(conn.execute("SELECT key, value FROM garlicfarm_meta").fetchall())
+        if meta.get("format") != _FORMAT_NAME or meta.get("version") != version:
+            raise StorageError(f"{self.path} is corrupt: format record {meta!r} for version {version}")
+        return False
+
+    def _initialise(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO garlicfarm_meta VALUES (?, ?)",
+                [("format", _FORMAT_NAME), ("version", FORMAT_VERSION)],
+            )
+            # Header fields, set in the same transaction: a crash leaves an empty file or a whole store.
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            conn.execute("COMMIT")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def _read_bounds(self, conn: sqlite3.Connection) -> tuple[SnapshotMeta | None, int]:
+        """The snapshot and last index, checking the entries are contiguous after the snapshot."""
+        snapshot = self._read_snapshot(conn)
+        first = snapshot.last_index + 1 if snapshot is not None else 1
+        lo, hi, count = conn.execute("SELECT min(idx), max(idx), count(*) FROM entries").fetchone()
+        if count == 0:
+            return snapshot, first - 1
+        if lo != first or hi - lo + 1 != count:
+            raise StorageError(
+                f"{self.path} is corrupt: {count} entries span {lo}..{hi}, expected contiguous from {first}"
+            )
+        return snapshot, hi
+
+    def _read_snapshot(self, conn: sqlite3.Connection) -> SnapshotMeta | None:
+        row = conn.execute("SELECT last_index, last_term, config FROM snapshot").fetchone()
+        if row is None:
+            return None
+        index, term, blob = row
+        try:
+            config = decode_value(blob, ValueType.CONFIGURATION, 0, len(blob))
+        except ValueError as e:
+            raise StorageError(f"{self.path} is corrupt: snapshot configuration: {e}") from e
+        assert isinstance(config, Configuration)
+        return SnapshotMeta(index, _u64(term), config)
+
+    def _error(self, action: str, e: sqlite3.Error) -> StorageError:
+        name = getattr(e, "sqlite_errorname", "")
+        if name == "SQLITE_NOTADB":
+            return StorageError(f"{self.path} is not a {_FORMAT_NAME} (not an SQLite database: {e})")
+        if name.startswith("SQLITE_CORRUPT"):
+            return StorageError(f"{self.path} is corrupt: {e}")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StorageError(f"{self.path} is locked (another node using it?): {e}")
+        return StorageError(f"{self.path}: {action} failed: {e} ({name or type(e).__name__})")
+
+    # ----------------------------------------------------------------------------------------- access
+
+    @property
+    def _first(self) -> int:
+        return self._snapshot.last_index + 1 if self._snapshot is not None else 1
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError(f"log store {self.path} is closed")
+        return self._conn
+
+    @contextlib.contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One transaction; after a failed write the store refuses writes until reopened, because
+        what reached the disk is then unknown (a failed fsync may have dropped dirty pages)."""
+        conn = self._connection()
+        if self._failed is not None:
+            raise StorageError(f"{self.path}: an earlier write failed ({self._failed}); reopen the store")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as e:
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                error = self._error(action, e)
+                self._failed = str(error)
+                raise error from e
+            raise
+
+    def load(self) -> StoredState:
+        conn = self._connection()
+        try:
+            row = conn.execute("SELECT term, voted_for, commit_index FROM hard_state").fetchone()
+            snapshot = self._read_snapshot(conn)
+            first = snapshot.last_index + 1 if snapshot is not None else 1
+            entries = self._decode(conn.execute(_SELECT_ALL), first)
+        except sqlite3.Error as e:
+            raise self._error("load", e) from e
+        hard_state = HardState()
+        if row is not None:
+            hard_state = HardState(_u64(row[0]), None if row[1] is None else _u64(row[1]), row[2])
+        return StoredState(
+            clamp_commit(hard_state, first + len(entries) - 1), snapshot, first, tuple(entries)
+        )
+
+    def _decode(self, rows: Iterable[tuple[int, int, int, bytes]], first: int) -> list[LogEntry]:
+        """Decode rows that must be the contiguous run of indexes starting at ``first``."""
+        out: list[LogEntry] = []
+        for index, term, value_type, blob in rows:
+            expected = first + len(out)
+            if index != expected:
+                raise StorageError(f"{self.path} is corrupt: expected entry {expected}, found {index}")
+            try:
+                value = decode_value(blob, value_type, 0, len(blob))
+            except ValueError as e:
+                raise StorageError(f"{self.path} is corrupt: entry {index}: {e}") from e
+            out.append(LogEntry(_u64(term), value))
+        return out
+
+    def save(
+        self,
+        hard_state: HardState | None = None,
+        entries_from: int | None = None,
+        entries: Sequence[LogEntry] = (),
+    ) -> None:
+        self._connection()
+        check_save(self._first, self._last, entries_from, entries)
+        if hard_state is not None:
+            check_hard_state(hard_state)
+        elif entries_from is None:
+            return
+        # Encode before the transaction opens, so a value we cannot encode aborts nothing.
+        rows: list[tuple[int, int, int, bytes]] = []
+        if entries_from is not None:
+            rows = [
+                (entries_from + i, _i64(e.term), int(e.value_type), encode_value(e.value))
+                for i, e in enumerate(entries)
+            ]
+        with self._write("save") as conn:
+            if entries_from is not None:
+                if entries_from <= self._last:
+                    conn.execute(_DELETE_FROM, (entries_from,))
+                conn.executemany(_INSERT_ENTRY, rows)
+            if hard_state is not None:
+                # The commit index is clamped on load, so capping it to fit SQLite loses nothing.
+                commit = min(hard_state.commit, MAX_INDEX)
+                voted_for = None if hard_state.voted_for is None else _i64(hard_state.voted_for)
+                conn.execute(_PUT_HARD_STATE, (_i64(hard_state.term), voted_for, commit))
+        if entries_from is not None:
+            self._last = entries_from + len(entries) - 1
+
+    def compact(self, snapshot: SnapshotMeta) -> None:
+        self._connection()
+        check_snapshot(self._snapshot, snapshot)
+        config = encode_value(snapshot.config)
+        index = snapshot.last_index
+        # Raft's InstallSnapshot rule: keep what follows only if our log agrees with the snapshot there.
+        keep = self._term_at(index) == snapshot.last_term
+        with self._write("compact") as conn:
+            if keep:
+                conn.execute("DELETE FROM entries WHERE idx <= ?", (index,))
+            else:
+                conn.execute("DELETE FROM entries")
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshot (id, last_index, last_term, config) VALUES (0, ?, ?, ?)",
+                (index, _i64(snapshot.last_term), config),
+            )
+        self._snapshot = snapshot
+        self._last = max(self._last, index) if keep else index
+
+    def _term_at(self, index: int) -> int | None:
+        if self._snapshot is not None and index == self._snapshot.last_index:
+            return self._snapshot.last_term
+        if index == 0:
+            return 0  # Raft's convention for the position before the first entry
+        if not self._first <= index <= self._last:
+            return None
+        try:
+            row = self._connection().execute("SELECT term FROM entries WHERE idx = ?", (index,)).fetchone()
+        except sqlite3.Error as e:
+            raise self._error("read", e) from e
+        return None if row is None else _u64(row[0])
+
+    def entries(self, lo: int, hi: int) -> list[LogEntry]:
+        conn = self._connection()
+        lo, hi = max(lo, self._first), min(hi, self._last + 1)
+        if lo >= hi:
+            return []
+        try:
+            return self._decode(conn.execute(_SELECT_ENTRIES, (lo, hi)), lo)
+        except sqlite3.Error as e:
+            raise self._error("read", e) from e
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()
+            except sqlite3.Error as e:
+                raise self._error("close", e) from e
+
+    def __enter__(self) -> SQLiteLogStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,213 @@
+"""SQLite store specifics: files that are not ours, corruption, locking, failed writes."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError
+from garlicfarm.storage.sqlite import APPLICATION_ID, FORMAT_VERSION, SQLiteLogStore
+from garlicfarm.wire.payloads import ClusterServer, Configuration, LogEntry
+from tests.storage.conftest import app, config
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "node.db"
+
+
+def filled(path: Path, count: int = 200, size: int = 300) -> None:
+    with SQLiteLogStore(path) as store:
+        store.save(
+            HardState(3, 1, count), 1, [app(1 + i // 50, f"{i:05}" * (size // 5)) for i in range(count)]
+        )
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def refused(path: Path, match: str) -> StorageError:
+    with pytest.raises(StorageError, match=match) as info:
+        SQLiteLogStore(path)
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def test_creates_a_missing_file_with_our_header(path: Path) -> None:
+    SQLiteLogStore(path).close()
+    header = path.read_bytes()[:100]
+    assert header.startswith(b"SQLite format 3\x00")
+    assert int.from_bytes(header[68:72], "big") == APPLICATION_ID
+    assert int.from_bytes(header[60:64], "big") == FORMAT_VERSION
+
+
+def test_durability_settings(path: Path) -> None:
+    with SQLiteLogStore(path) as store:
+        conn = store._conn
+        assert conn is not None
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: fsync the WAL per commit
+        assert conn.execute("PRAGMA locking_mode").fetchone()[0] == "exclusive"
+
+
+def test_reopen_gives_the_same_state(path: Path) -> None:
+    with SQLiteLogStore(path) as store:
+        store.save(HardState(4, 2, 5), 1, [app(t, str(t)) for t in (1, 1, 2, 3, 4, 4)])
+        store.compact(SnapshotMeta(2, 1, config(1, 1, 2)))
+        store.save(HardState(5, None, 5), 6, [app(5, "five")])
+        before = store.load()
+    with SQLiteLogStore(path) as store:
+        assert store.load() == before
+        assert store.load().entries[-1] == app(5, "five")
+
+
+def test_zero_byte_file_is_initialised(path: Path) -> None:
+    """An empty file is what `touch` or a crash during creation leaves: nothing to lose, so start fresh."""
+    path.write_bytes(b"")
+    with SQLiteLogStore(path) as store:
+        store.save(HardState(1), 1, [app(1, "a")])
+    with SQLiteLogStore(path) as store:
+        assert store.load().entries == (app(1, "a"),)
+
+
+def test_empty_sqlite_database_is_initialised(path: Path) -> None:
+    raw(path).execute("VACUUM").connection.close()
+    with SQLiteLogStore(path) as store:
+        assert store.load().entries == ()
+
+
+@pytest.mark.parametrize("size", [1, 15, 100, 4096, 20000])
+def test_random_bytes_are_refused(path: Path, size: int) -> None:
+    path.write_bytes(random.Random(size).randbytes(size))
+    refused(path, "is not a garlicfarm log store")
+
+
+def test_garbage_after_the_sqlite_magic_is_refused(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + random.Random(1).randbytes(8000))
+    refused(path, "is (not a garlicfarm log store|corrupt)")
+
+
+def test_foreign_database_is_refused_and_left_alone(path: Path) -> None:
+    conn = raw(path)
+    conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+    conn.execute("INSERT INTO moz_places VALUES (1, 'http://example.i2p/')")
+    conn.close()
+    before = path.read_bytes()
+    error = refused(path, "is not a garlicfarm log store")
+    assert "moz_places" in str(error)
+    assert path.read_bytes() == before
+
+
+def test_newer_format_is_refused(path: Path) -> None:
+    SQLiteLogStore(path).close()
+    raw(path).execute(f"PRAGMA user_version = {FORMAT_VERSION + 1}").connection.close()
+    refused(path, "newer than this garlicfarm reads")
+
+
+def test_missing_table_is_corruption(path: Path) -> None:
+    SQLiteLogStore(path).close()
+    raw(path).execute("DROP TABLE snapshot").connection.close()
+    refused(path, "is corrupt: tables missing: snapshot")
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 2000 / 61440])
+def test_truncated_file_is_refused(path: Path, keep: float) -> None:
+    filled(path)
+    data = path.read_bytes()
+    assert not Path(f"{path}-wal").exists()  # a clean close checkpoints everything into the file
+    path.write_bytes(data[: int(len(data) * keep)])
+    refused(path, "is corrupt|is not a garlicfarm log store")
+
+
+def test_gap_in_the_log_is_corruption(path: Path) -> None:
+    filled(path, count=10)
+    raw(path).execute("DELETE FROM entries WHERE idx = 5").connection.close()
+    refused(path, "is corrupt: 9 entries span 1..10")
+
+
+def test_entries_at_or_below_the_snapshot_are_corruption(path: Path) -> None:
+    filled(path, count=10)
+    with SQLiteLogStore(path) as store:
+        store.compact(SnapshotMeta(4, 1, config()))
+    raw(path).execute("INSERT INTO entries VALUES (4, 1, 1, x'00')").connection.close()
+    refused(path, "is corrupt")
+
+
+def test_undecodable_value_is_corruption(path: Path) -> None:
+    filled(path, count=10)
+    raw(path).execute("UPDATE entries SET value_type = 2, value = x'0001' WHERE idx = 7").connection.close()
+    with SQLiteLogStore(path) as store, pytest.raises(StorageError, match="is corrupt: entry 7"):
+        store.load()
+
+
+def test_commit_written_past_the_log_is_clamped(path: Path) -> None:
+    filled(path, count=10)
+    raw(path).execute("UPDATE hard_state SET commit_index = 99").connection.close()
+    with SQLiteLogStore(path) as store:
+        assert store.load().hard_state.commit == 10
+
+
+def test_second_opener_is_refused_while_locked(path: Path) -> None:
+    with SQLiteLogStore(path):  # creates the file
+        refused(path, "is locked")
+    with SQLiteLogStore(path):  # opens it without writing
+        refused(path, "is locked")
+    SQLiteLogStore(path).close()
+
+
+def test_unopenable_paths(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="no-such-dir"):
+        SQLiteLogStore(tmp_path / "no-such-dir" / "x.db")
+    with pytest.raises(StorageError, match=str(tmp_path)):
+        SQLiteLogStore(tmp_path)
+
+
+def test_disk_full_is_a_storage_error_and_poisons_writes(path: Path) -> None:
+    store = SQLiteLogStore(path)
+    store.save(HardState(1, 1, 1), 1, [app(1, "kept")])
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[union-attr]
+    store._conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # type: ignore[union-attr]
+    with pytest.raises(StorageError, match=f"{path}: save failed: .*full"):
+        store.save(HardState(2, 2, 1), 2, [app(2, "x" * 4000) for _ in range(10)])
+    assert store.load().entries == (app(1, "kept"),)
+    assert store.load().hard_state == HardState(1, 1, 1)
+    with pytest.raises(StorageError, match="an earlier write failed"):
+        store.save(HardState(2))
+    store.close()
+    with SQLiteLogStore(path) as store:
+        store.save(HardState(2), 2, [app(2, "after")])
+        assert store.load().entries == (app(1, "kept"), app(2, "after"))
+
+
+def test_unencodable_value_aborts_the_whole_save(path: Path) -> None:
+    bad = Configuration(1, 0, (ClusterServer(1, None),))  # a configuration needs endpoints
+    with SQLiteLogStore(path) as store:
+        store.save(HardState(1), 1, [app(1, "a")])
+        with pytest.raises(ValueError, match="endpoint"):
+            store.save(HardState(2), 2, [app(2, "b"), LogEntry(2, bad)])
+        with pytest.raises(ValueError, match="endpoint"):
+            store.compact(SnapshotMeta(1, 1, bad))
+        assert store.load().hard_state == HardState(1)
+        assert store.load().entries == (app(1, "a"),)
+
+
+def test_closed_store_refuses_use(path: Path) -> None:
+    store = SQLiteLogStore(path)
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        store.load()
+    with pytest.raises(ValueError, match="closed"):
+        store.save(HardState(1))
+    with pytest.raises(ValueError, match="closed"):
+        store.entries(1, 2)
+
+
+def test_no_stray_files_after_close(path: Path) -> None:
+    filled(path, count=5)
+    assert sorted(os.listdir(path.parent)) == [path.name]
