@@ -22,22 +22,65 @@ import heapq
 import random
 from typing import Any
 
+import attrs
+
 from garlicfarm.raft.log import RaftLog
 from garlicfarm.raft.progress import Progress, ProgressState
-from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Reply, Role, Send
-from garlicfarm.storage.interface import HardState, StoredState
+from garlicfarm.raft.types import PRE_VOTE_MARKER, InstalledSnapshot, RaftOptions, Ready, Reply, Role, Send
+from garlicfarm.storage.interface import HardState, SnapshotMeta, StoredState
 from garlicfarm.wire.messages import (
+    AddServerRequest,
+    AddServerResponse,
     AppendEntriesRequest,
     AppendEntriesResponse,
     ClientRequest,
+    InstallSnapshotRequest,
+    InstallSnapshotResponse,
+    JoinClusterRequest,
+    JoinClusterResponse,
+    LeaveClusterRequest,
     Message,
+    RemoveServerRequest,
+    RemoveServerResponse,
     Request,
     RequestVoteRequest,
     RequestVoteResponse,
     Response,
+    SyncLogRequest,
+    SyncLogResponse,
 )
-from garlicfarm.wire.payloads import Configuration, LogEntry
+from garlicfarm.wire.payloads import (
+    Application,
+    ClusterServer,
+    Configuration,
+    LogEntry,
+    LogPack,
+    SnapshotSyncRequest,
+)
 from garlicfarm.wire.types import NO_LEADER
+
+#: nextIndex in an InstallSnapshotResponse meaning "I already have everything this snapshot covers"
+SNAPSHOT_NOT_NEEDED = 0xFFFFFFFFFFFFFFFF
+
+
+@attrs.define
+class _Joining:
+    """A server being added: caught up with SyncLog/InstallSnapshot before it becomes a voter."""
+
+    server: ClusterServer
+    progress: Progress
+    handle: int
+    idle_ticks: int = 0
+
+
+@attrs.define
+class _Incoming:
+    """A snapshot being received, chunk by chunk."""
+
+    last_index: int
+    last_term: int
+    data: bytearray
+
 
 _RESPONSE_FOR: dict[int, type[Response]] = {}
 
@@ -69,6 +112,7 @@ class RaftCore:
         rng: random.Random,
         bootstrap: Configuration | None = None,
         options: RaftOptions | None = None,
+        snapshot_data: bytes = b"",
     ) -> None:
         self.id = server_id
         self.options = options or RaftOptions()
@@ -100,10 +144,21 @@ class RaftCore:
         self._broadcast_pending = False
         self._sends: list[Send] = []
         self._replies: list[Reply] = []
-        #: ClientRequests appended but not yet known committed or lost, a heap of (last index, term, handle).
-        #: Only a commit index at or past the entry decides its fate: an entry overwritten here may
-        #: still commit, from another server that holds it and wins an election.
-        self._pending_clients: list[tuple[int, int, int]] = []
+        #: Requests waiting for their entry's fate, a heap of (last index, term, handle, response type):
+        #: client requests and membership changes. Only a commit index at or past the entry decides:
+        #: an entry overwritten here may still commit, from another server that holds it and wins.
+        self._pending_clients: list[tuple[int, int, int, type[Response]]] = []
+        #: the latest snapshot's bytes (what a lagging follower is sent)
+        self._snapshot_data = snapshot_data
+        self._incoming: _Incoming | None = None
+        self._installed: InstalledSnapshot | None = None
+        self._joining: _Joining | None = None
+        #: servers removed by a configuration entry at this index, to be told to leave once it commits
+        self._leaving: dict[int, tuple[int, str | None]] = {}
+        #: told to leave the cluster: never campaigns until invited back
+        self.removed = False
+        #: the configuration a leader sent with JoinClusterRequest, while this server catches up
+        self.join_config: Configuration | None = None
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -125,7 +180,36 @@ class RaftCore:
         return self.role is Role.LEADER
 
     def leader_endpoint(self) -> str | None:
-        return None if self.leader_id is None else self.config.endpoint_of(self.leader_id)
+        if self.leader_id is None:
+            return None
+        endpoint = self.config.endpoint_of(self.leader_id)
+        if endpoint is None and self.join_config is not None:
+            endpoint = self.join_config.endpoint_of(self.leader_id)
+        return endpoint
+
+    def change_refusal(self) -> str | None:
+        """Why a configuration change cannot start now, or None if it can."""
+        if self.role is not Role.LEADER:
+            return "not the leader"
+        if self._joining is not None:
+            return f"server {self._joining.server.id} is still joining; one configuration change at a time"
+        if self.config_index > self.commit:
+            return "a configuration change is still being committed; one configuration change at a time"
+        return None
+
+    def snapshot_meta(self) -> SnapshotMeta | None:
+        if self.log.snapshot_index == 0:
+            return None
+        return SnapshotMeta(
+            self.log.snapshot_index, self.log.snapshot_term, self.config_at(self.log.snapshot_index)
+        )
+
+    def config_at(self, index: int) -> Configuration:
+        """The configuration in force at log index ``index``."""
+        for at, config in reversed(self._configs):
+            if at <= index:
+                return config
+        return self._configs[0][1]
 
     def status(self) -> dict[str, Any]:
         return {
@@ -137,6 +221,9 @@ class RaftCore:
             "last_log_index": self.log.last_index,
             "applied_index": self.applied,
             "members": [{"id": s.id, "endpoint": s.endpoint} for s in self.config.servers],
+            "snapshot_index": self.log.snapshot_index,
+            "removed": self.removed,
+            "joining": None if self._joining is None else self._joining.server.id,
             "progress": {
                 str(peer): {"match": pr.match, "next": pr.next, "state": pr.state.value}
                 for peer, pr in sorted(self.progress.items())
@@ -157,7 +244,12 @@ class RaftCore:
             if self._heartbeat_elapsed >= self.options.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
                 self._heartbeat()
-        elif self._election_elapsed >= self._randomized_timeout and self.id in self.voters():
+            self._tick_joining()
+        elif (
+            self._election_elapsed >= self._randomized_timeout
+            and self.id in self.voters()
+            and not self.removed
+        ):
             self._campaign(pre=self.options.pre_vote)
 
     def step(self, message: Message, handle: int | None = None) -> None:
@@ -168,23 +260,31 @@ class RaftCore:
             return
         if handle is None:
             raise ValueError("a request needs a handle to reply to")
+        # Requests from clients (and servers acting as clients) carry no meaningful term.
         if isinstance(message, ClientRequest):
             self._handle_client(message, handle)
+            return
+        if isinstance(message, AddServerRequest):
+            self._handle_add_server(message, handle)
+            return
+        if isinstance(message, RemoveServerRequest):
+            self._handle_remove_server(message, handle)
             return
         if not self._step_term(message, handle):
             return
         if isinstance(message, RequestVoteRequest):
             self._handle_vote(message, handle)
-        elif isinstance(message, AppendEntriesRequest):
+        elif isinstance(message, AppendEntriesRequest | SyncLogRequest):
             self._handle_append(message, handle)
-        else:
-            # Membership and snapshot requests are not served by this node (yet): refuse, name the leader.
-            self._reply(handle, message, accepted=False, destination=self._leader_or_none())
+        elif isinstance(message, JoinClusterRequest):
+            self._handle_join(message, handle)
+        elif isinstance(message, InstallSnapshotRequest):
+            self._handle_install_snapshot(message, handle)
+        elif isinstance(message, LeaveClusterRequest):
+            self._handle_leave(message, handle)
 
     def propose(self, data: bytes, handle: int) -> None:
         """A local client request: the Reply for ``handle`` says whether ``data`` committed, and where."""
-        from garlicfarm.wire.payloads import Application  # noqa: PLC0415 - avoids a cycle in type-only use
-
         self._handle_client(ClientRequest(entries=(LogEntry(0, Application(data)),)), handle)
 
     # ------------------------------------------------------------------------------------------ output
@@ -197,6 +297,7 @@ class RaftCore:
             or self._replies
             or self.commit > self.applied
             or self._broadcast_pending
+            or self._installed is not None
         )
 
     def ready(self) -> Ready:
@@ -216,8 +317,15 @@ class RaftCore:
             )
             self.applied = self.commit
         ready = Ready(
-            hard_state, entries_from, tuple(entries), tuple(self._sends), tuple(self._replies), committed
+            snapshot=self._installed,
+            hard_state=hard_state,
+            entries_from=entries_from,
+            entries=tuple(entries),
+            sends=tuple(self._sends),
+            replies=tuple(self._replies),
+            committed=committed,
         )
+        self._installed = None
         self._sends = []
         self._replies = []
         return ready
@@ -261,6 +369,10 @@ class RaftCore:
             self.term = term
             self.voted_for = None
             self._hard_dirty = True
+        if self._joining is not None:
+            # Not appended yet, so definitely not added: say so now.
+            self._pending_reply(self._joining.handle, AddServerResponse, accepted=False)
+            self._joining = None
         self.role = Role.FOLLOWER
         self.leader_id = leader
         self.progress = {}
@@ -375,11 +487,24 @@ class RaftCore:
     def _append_local(self, entries: list[LogEntry]) -> int:
         first = self.log.last_index + 1
         last = self.log.append(entries)
+        changed = False
         for offset, entry in enumerate(entries):
             if isinstance(entry.value, Configuration):
                 self._configs.append((first + offset, entry.value))
+                changed = True
+        if changed and self.role is Role.LEADER:
+            self._sync_progress()
         self._broadcast_pending = True
         return last
+
+    def _sync_progress(self) -> None:
+        """A configuration took effect (on append): track exactly its voters."""
+        voters = self.voters()
+        for peer in list(self.progress):
+            if peer not in voters:
+                del self.progress[peer]
+        for peer in voters - {self.id} - self.progress.keys():
+            self.progress[peer] = Progress(self.log.last_index + 1)
 
     def _quorum_active(self) -> bool:
         voters = self.voters()
@@ -391,6 +516,9 @@ class RaftCore:
         return active >= self.quorum()
 
     def _heartbeat(self) -> None:
+        if self._joining is not None:
+            self._joining.progress.paused = False
+            self._send_sync()
         for peer, pr in self.progress.items():
             if pr.state is ProgressState.REPLICATE and pr.inflight:
                 pr.stalled_beats += 1
@@ -401,6 +529,8 @@ class RaftCore:
                 self._send_heartbeat(peer, pr)
 
     def _send_heartbeat(self, peer: int, pr: Progress) -> None:
+        if pr.state is ProgressState.SNAPSHOT:
+            return  # a snapshot chunk is in flight; its resend is the heartbeat
         prev = max(pr.match, self.log.snapshot_index) if pr.state is ProgressState.REPLICATE else pr.next - 1
         prev_term = self.log.term_at(prev)
         if prev_term is None:
@@ -420,7 +550,9 @@ class RaftCore:
 
     def _send_appends(self, peer: int) -> bool:
         """Send what ``peer`` lacks, as far as its progress state allows; True if anything was sent."""
-        pr = self.progress[peer]
+        pr = self.progress.get(peer)
+        if pr is None or self.role is not Role.LEADER:
+            return False  # e.g. the commit that just happened removed it, or us
         sent = False
         while True:
             if pr.state is ProgressState.PROBE and pr.paused:
@@ -429,11 +561,16 @@ class RaftCore:
                 len(pr.inflight) >= self.options.max_inflight or pr.next > self.log.last_index
             ):
                 return sent
+            if pr.state is ProgressState.SNAPSHOT:
+                if not pr.paused:
+                    self._send_snapshot_chunk(peer, pr)
+                    return True
+                return sent
             prev = pr.next - 1
             prev_term = self.log.term_at(prev)
-            if prev_term is None:
-                # The entries it needs were compacted away; snapshots are not served by this core yet.
-                return sent
+            if prev_term is None:  # what it needs was compacted away: send the snapshot instead
+                pr.become_snapshot(self.log.snapshot_index)
+                continue
             entries = self._batch(pr.next)
             self._sends.append(Send(peer, self._append_request(peer, prev, prev_term, entries)))
             sent = True
@@ -443,10 +580,10 @@ class RaftCore:
             pr.next = prev + len(entries) + 1
             pr.inflight.append(pr.next - 1)
 
-    def _batch(self, start: int) -> list[LogEntry]:
-        end = min(self.log.last_index + 1, start + self.options.max_entries_per_append)
+    def _batch(self, start: int, most: int | None = None, budget: int | None = None) -> list[LogEntry]:
+        end = min(self.log.last_index + 1, start + (most or self.options.max_entries_per_append))
         entries = self.log.slice(start, end)
-        budget = self.options.max_bytes_per_append
+        budget = budget or self.options.max_bytes_per_append
         for i, entry in enumerate(entries):
             budget -= _entry_bytes(entry)
             if budget < 0 and i > 0:
@@ -491,15 +628,41 @@ class RaftCore:
             self._hard_dirty = True
             self._broadcast_pending = True
             self._resolve_clients()
+            self._after_leader_commit()
+
+    def _after_leader_commit(self) -> None:
+        for server_id, (index, endpoint) in list(self._leaving.items()):
+            if index <= self.commit:
+                del self._leaving[server_id]
+                if server_id != self.id and server_id not in self.voters():
+                    leave = LeaveClusterRequest(
+                        source=self.id,
+                        destination=server_id,
+                        term=self.term,
+                        last_log_term=self.log.last_term,
+                        last_log_index=self.log.last_index,
+                        commit_index=self.commit,
+                    )
+                    self._sends.append(Send(server_id, leave, endpoint))
+        if self.id not in self.voters() and self.config_index <= self.commit:
+            # We committed the configuration that removes us: hand over by stepping down.
+            self.removed = True
+            self._become_follower(self.term, None)
 
     # ------------------------------------------------------------------------------------------ following
 
-    def _handle_append(self, m: AppendEntriesRequest, handle: int) -> None:
+    def _handle_append(self, m: AppendEntriesRequest | SyncLogRequest, handle: int) -> None:
         if self.role is not Role.FOLLOWER:
             self._become_follower(self.term, m.source)
         self.leader_id = m.source
         self._election_elapsed = 0
-        prev, entries = m.last_log_index, list(m.entries)
+        prev = m.last_log_index
+        if isinstance(m, SyncLogRequest):
+            pack = m.entries[0].value
+            assert isinstance(pack, LogPack)
+            entries = list(pack.entries)
+        else:
+            entries = list(m.entries)
         prev_term: int | None = m.last_log_term
         if prev < self.commit:
             # Our log up to the commit index matches every leader's: skip what we already hold.
@@ -559,20 +722,32 @@ class RaftCore:
             self._client_reply(handle, accepted=True, next_index=self.log.last_index + 1)
             return
         last = self._append_local([LogEntry(self.term, e.value) for e in m.entries])
-        heapq.heappush(self._pending_clients, (last, self.term, handle))
+        self._await_commit(last, handle, AppendEntriesResponse)
         self._maybe_commit()
+
+    def _await_commit(self, index: int, handle: int, cls: type[Response]) -> None:
+        """Answer ``handle`` with a ``cls`` once the commit index decides the entry at ``index``."""
+        entry: tuple[int, int, int, type[Response]] = (index, self.term, handle, cls)
+        heapq.heappush(self._pending_clients, entry)
 
     def _resolve_clients(self) -> None:
         while self._pending_clients and self._pending_clients[0][0] <= self.commit:
-            index, term, handle = heapq.heappop(self._pending_clients)
-            committed = self.log.term_at(index) == term
-            self._client_reply(handle, accepted=committed, next_index=index + 1 if committed else 0)
+            index, term, handle, cls = heapq.heappop(self._pending_clients)
+            known = self.log.term_at(index)
+            if known is None:
+                continue  # covered by a snapshot that replaced our log: the outcome is unknown here
+            committed = known == term
+            self._pending_reply(handle, cls, accepted=committed, next_index=index + 1 if committed else 0)
 
     def _client_reply(self, handle: int, accepted: bool, next_index: int = 0) -> None:
+        self._pending_reply(handle, AppendEntriesResponse, accepted, next_index)
+
+    def _pending_reply(self, handle: int, cls: type[Response], accepted: bool, next_index: int = 0) -> None:
+        """Answer a client-style request; ``destination`` is the leader, as the proposal says."""
         self._replies.append(
             Reply(
                 handle,
-                AppendEntriesResponse(
+                cls(
                     source=self.id,
                     destination=self._leader_or_none(),
                     term=self.term,
@@ -581,6 +756,267 @@ class RaftCore:
                 ),
             )
         )
+
+    # ------------------------------------------------------------------------------------------ membership
+
+    def _handle_add_server(self, m: AddServerRequest, handle: int) -> None:
+        server = m.entries[0].value
+        assert isinstance(server, ClusterServer) and server.endpoint is not None
+        if self.role is Role.LEADER and self.config.endpoint_of(server.id) == server.endpoint:
+            self._pending_reply(handle, AddServerResponse, accepted=True)  # already a member: done
+            return
+        if self.change_refusal() is not None or server.id in self.voters():
+            self._pending_reply(handle, AddServerResponse, accepted=False)
+            return
+        joining = _Joining(server, Progress(self.log.last_index + 1), handle)
+        self._joining = joining
+        invitation = Configuration(self.log.last_index + 1, self.config_index, (*self.config.servers, server))
+        join = JoinClusterRequest(
+            source=self.id,
+            destination=server.id,
+            term=self.term,
+            last_log_term=self.log.last_term,
+            last_log_index=self.log.last_index,
+            commit_index=self.commit,
+            entries=(LogEntry(self.term, invitation),),
+        )
+        joining.progress.paused = True  # until it answers the invitation
+        self._sends.append(Send(server.id, join, server.endpoint))
+
+    def _handle_remove_server(self, m: RemoveServerRequest, handle: int) -> None:
+        value = m.entries[0].value
+        assert isinstance(value, ClusterServer)
+        server_id = value.id
+        if self.role is Role.LEADER and server_id not in self.voters() and self.change_refusal() is None:
+            self._pending_reply(handle, RemoveServerResponse, accepted=True)  # not a member: done
+            return
+        if self.change_refusal() is not None or len(self.voters()) == 1:
+            self._pending_reply(handle, RemoveServerResponse, accepted=False)
+            return
+        endpoint = self.config.endpoint_of(server_id)
+        remaining = tuple(s for s in self.config.servers if s.id != server_id)
+        index = self.log.last_index + 1
+        self._append_local([LogEntry(self.term, Configuration(index, self.config_index, remaining))])
+        self._leaving[server_id] = (index, endpoint)
+        self._await_commit(index, handle, RemoveServerResponse)
+        self._maybe_commit()
+
+    def _handle_join(self, m: JoinClusterRequest, handle: int) -> None:
+        if self.role is not Role.FOLLOWER:
+            self._become_follower(self.term, m.source)
+        self.leader_id = m.source
+        self._election_elapsed = 0
+        config = m.entries[0].value
+        assert isinstance(config, Configuration)
+        self.join_config = config
+        self.removed = False
+        self._reply(handle, m, accepted=True, next_index=self.log.last_index + 1)
+
+    def _handle_leave(self, m: LeaveClusterRequest, handle: int) -> None:
+        self.removed = True
+        self.leader_id = None
+        self._reply(handle, m, accepted=True)
+
+    def _on_join_progress(self, m: JoinClusterResponse | SyncLogResponse) -> None:
+        joining = self._joining
+        if self.role is not Role.LEADER or joining is None or m.source != joining.server.id:
+            return
+        joining.idle_ticks = 0
+        pr = joining.progress
+        pr.paused = False
+        if isinstance(m, JoinClusterResponse):
+            if not m.accepted:
+                self._abandon_join()
+                return
+            pr.next = max(1, min(m.next_index, self.log.last_index + 1))
+        elif m.accepted:
+            pr.acknowledge(m.next_index - 1)
+        else:
+            pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
+        if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
+            self._finish_join()
+        else:
+            self._send_sync()
+
+    def _send_sync(self) -> None:
+        """Catch the joining server up: a LogPack of entries, or the snapshot if they are compacted."""
+        joining = self._joining
+        assert joining is not None
+        pr, server = joining.progress, joining.server
+        if pr.paused:
+            return
+        prev = pr.next - 1
+        prev_term = self.log.term_at(prev)
+        if pr.state is ProgressState.SNAPSHOT or prev_term is None:
+            if pr.state is not ProgressState.SNAPSHOT:
+                pr.become_snapshot(self.log.snapshot_index)
+            self._send_snapshot_chunk(server.id, pr, server.endpoint)
+            return
+        entries = self._batch(pr.next, self.options.sync_log_entries, 4 * self.options.max_bytes_per_append)
+        sync = SyncLogRequest(
+            source=self.id,
+            destination=server.id,
+            term=self.term,
+            last_log_term=prev_term,
+            last_log_index=prev,
+            commit_index=self.commit,
+            entries=(LogEntry(self.term, LogPack(tuple(entries))),),
+        )
+        self._sends.append(Send(server.id, sync, server.endpoint))
+        pr.paused = True
+
+    def _finish_join(self) -> None:
+        joining = self._joining
+        assert joining is not None
+        self._joining = None
+        servers = (*self.config.servers, joining.server)
+        index = self.log.last_index + 1
+        joining.progress.become_probe()
+        self.progress[joining.server.id] = joining.progress
+        self._append_local([LogEntry(self.term, Configuration(index, self.config_index, servers))])
+        self._await_commit(index, joining.handle, AddServerResponse)
+        self._maybe_commit()
+
+    def _abandon_join(self) -> None:
+        joining = self._joining
+        assert joining is not None
+        self._joining = None
+        self._pending_reply(joining.handle, AddServerResponse, accepted=False)
+
+    def _tick_joining(self) -> None:
+        if self._joining is not None:
+            self._joining.idle_ticks += 1
+            if self._joining.idle_ticks > self.options.join_timeout_ticks:
+                self._abandon_join()
+
+    # ------------------------------------------------------------------------------------------ snapshots
+
+    def compact(self, index: int, data: bytes) -> SnapshotMeta:
+        """The state machine's snapshot ``data`` covers everything up to ``index`` (<= applied): drop
+        the log up to there. The driver stores ``data`` durably and compacts its log store first."""
+        if not self.log.snapshot_index < index <= self.applied:
+            raise ValueError(f"can compact up to the applied index {self.applied}, not {index}")
+        term = self.log.term_at(index)
+        assert term is not None
+        meta = SnapshotMeta(index, term, self.config_at(index))
+        self._set_snapshot(meta, data)
+        return meta
+
+    def _set_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        self.log.compact(meta.last_index, meta.last_term)
+        later = [(i, c) for i, c in self._configs if meta.last_index < i <= self.log.last_index]
+        self._configs = [(meta.last_index, meta.config), *later]
+        self._snapshot_data = data
+
+    def _send_snapshot_chunk(self, peer: int, pr: Progress, endpoint: str | None = None) -> None:
+        if pr.snapshot_index != self.log.snapshot_index:  # a newer snapshot was taken: start over
+            pr.become_snapshot(self.log.snapshot_index)
+        data = self._snapshot_data
+        offset = min(pr.snapshot_offset, len(data))
+        chunk = data[offset : offset + self.options.snapshot_chunk]
+        meta = self.snapshot_meta()
+        assert meta is not None
+        value = SnapshotSyncRequest(
+            meta.last_index, meta.last_term, meta.config, offset, chunk, offset + len(chunk) >= len(data)
+        )
+        request = InstallSnapshotRequest(
+            source=self.id,
+            destination=peer,
+            term=self.term,
+            last_log_term=meta.last_term,
+            last_log_index=meta.last_index,
+            commit_index=self.commit,
+            entries=(LogEntry(self.term, value),),
+        )
+        self._sends.append(Send(peer, request, endpoint))
+        pr.paused = True
+
+    def _on_snapshot_response(self, m: InstallSnapshotResponse) -> None:
+        if self.role is not Role.LEADER:
+            return
+        joining = self._joining
+        if joining is not None and m.source == joining.server.id:
+            pr = joining.progress
+            joining.idle_ticks = 0
+        elif m.source in self.progress:
+            pr = self.progress[m.source]
+            pr.recent_active = True
+        else:
+            return
+        if pr.state is not ProgressState.SNAPSHOT:
+            return
+        pr.paused = False
+        if m.accepted and m.next_index >= len(self._snapshot_data):
+            # Installed (or not needed): the follower's log now matches ours up to the snapshot.
+            pr.acknowledge(pr.snapshot_index)
+            pr.become_probe()
+        else:
+            pr.snapshot_offset = m.next_index
+        if joining is not None and pr is joining.progress:
+            self._on_join_caught_up_or_continue()
+        else:
+            self._send_appends(m.source)
+
+    def _on_join_caught_up_or_continue(self) -> None:
+        joining = self._joining
+        assert joining is not None
+        pr = joining.progress
+        if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
+            self._finish_join()
+        else:
+            self._send_sync()
+
+    def _handle_install_snapshot(self, m: InstallSnapshotRequest, handle: int) -> None:
+        if self.role is not Role.FOLLOWER:
+            self._become_follower(self.term, m.source)
+        self.leader_id = m.source
+        self._election_elapsed = 0
+        chunk = m.entries[0].value
+        assert isinstance(chunk, SnapshotSyncRequest)
+        if chunk.last_log_index <= self.commit:
+            self._reply(handle, m, accepted=True, next_index=SNAPSHOT_NOT_NEEDED)
+            return
+        incoming = self._incoming
+        same = incoming is not None and (incoming.last_index, incoming.last_term) == (
+            chunk.last_log_index,
+            chunk.last_log_term,
+        )
+        if not same:
+            if chunk.offset != 0:
+                self._reply(handle, m, accepted=False, next_index=0)
+                return
+            incoming = self._incoming = _Incoming(chunk.last_log_index, chunk.last_log_term, bytearray())
+        assert incoming is not None
+        if chunk.offset != len(incoming.data):
+            # A resend, or a new leader starting over: ask for where we are (snapshots of one index
+            # are byte-identical, the state machine's snapshot being deterministic).
+            self._reply(handle, m, accepted=False, next_index=len(incoming.data))
+            return
+        if len(incoming.data) + len(chunk.data) > self.options.max_snapshot_bytes:
+            self._incoming = None
+            self._reply(handle, m, accepted=False, next_index=0)
+            return
+        incoming.data += chunk.data
+        if chunk.done:
+            self._install(
+                SnapshotMeta(chunk.last_log_index, chunk.last_log_term, chunk.config), bytes(incoming.data)
+            )
+        self._reply(handle, m, accepted=True, next_index=len(incoming.data))
+
+    def _install(self, meta: SnapshotMeta, data: bytes) -> None:
+        self._incoming = None
+        if self.log.term_at(meta.last_index) == meta.last_term:
+            self._resolve_clients_upto(meta.last_index)
+        self._set_snapshot(meta, data)
+        self.commit = max(self.commit, meta.last_index)
+        self.applied = max(self.applied, meta.last_index)
+        self._hard_dirty = True
+        self._installed = InstalledSnapshot(meta, data)
+
+    def _resolve_clients_upto(self, index: int) -> None:
+        saved, self.commit = self.commit, max(self.commit, index)
+        self._resolve_clients()
+        self.commit = saved
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -602,6 +1038,11 @@ class RaftCore:
             self._on_vote_response(m)
         elif isinstance(m, AppendEntriesResponse):
             self._on_append_response(m)
+        elif isinstance(m, InstallSnapshotResponse):
+            self._on_snapshot_response(m)
+        elif isinstance(m, JoinClusterResponse | SyncLogResponse):
+            self._on_join_progress(m)
+        # LeaveClusterResponse: nothing to do, the server is gone either way
 
     def _leader_or_none(self) -> int:
         return NO_LEADER if self.leader_id is None else self.leader_id

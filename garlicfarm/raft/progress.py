@@ -11,10 +11,22 @@ class ProgressState(enum.Enum):
     PROBE = "probe"
     #: position known: stream AppendEntries optimistically, up to max_inflight unacknowledged
     REPLICATE = "replicate"
+    #: the entries it needs are compacted away: send the snapshot, one chunk at a time
+    SNAPSHOT = "snapshot"
 
 
 class Progress:
-    __slots__ = ("inflight", "match", "next", "paused", "recent_active", "stalled_beats", "state")
+    __slots__ = (
+        "inflight",
+        "match",
+        "next",
+        "paused",
+        "recent_active",
+        "snapshot_index",
+        "snapshot_offset",
+        "stalled_beats",
+        "state",
+    )
 
     def __init__(self, next_index: int) -> None:
         self.match = 0
@@ -25,6 +37,16 @@ class Progress:
         self.inflight: deque[int] = deque()
         self.recent_active = False
         self.stalled_beats = 0
+        #: while SNAPSHOT: which snapshot (its last index) and the next byte offset to send
+        self.snapshot_index = 0
+        self.snapshot_offset = 0
+
+    def become_snapshot(self, snapshot_index: int) -> None:
+        self.state = ProgressState.SNAPSHOT
+        self.snapshot_index = snapshot_index
+        self.snapshot_offset = 0
+        self.paused = False
+        self.inflight.clear()
 
     def become_probe(self) -> None:
         self.state = ProgressState.PROBE

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 
-from garlicfarm.storage.interface import HardState
+from garlicfarm.storage.interface import HardState, SnapshotMeta
 from garlicfarm.wire.messages import Request, Response
 from garlicfarm.wire.payloads import LogEntry
 
@@ -38,6 +38,16 @@ class RaftOptions:
     max_inflight: int = 32
     pre_vote: bool = True
     check_quorum: bool = True
+    #: bytes of snapshot per InstallSnapshotRequest (JRaft sends 4 KiB)
+    snapshot_chunk: int = 64 * 1024
+    #: largest snapshot a follower accepts (a peer cannot make us buffer more)
+    max_snapshot_bytes: int = 256 * 1024 * 1024
+    #: entries per LogPack when catching up a joining server
+    sync_log_entries: int = 1000
+    #: a joining server becomes a voter once its log is within this many entries of ours
+    catch_up_margin: int = 50
+    #: ticks without a response from a joining server before its addition is abandoned
+    join_timeout_ticks: int = 200
 
     def __attrs_post_init__(self) -> None:
         if self.heartbeat_ticks < 1 or self.election_ticks <= self.heartbeat_ticks:
@@ -48,10 +58,20 @@ class RaftOptions:
 
 @attrs.frozen
 class Send:
-    """Send ``message`` to server ``to`` (on a connection this node opened)."""
+    """Send ``message`` to server ``to`` (on a connection this node opened). ``endpoint`` is given for
+    servers that are not (yet, or any more) in the configuration: a joining or a departing one."""
 
     to: int
     message: Request
+    endpoint: str | None = None
+
+
+@attrs.frozen
+class InstalledSnapshot:
+    """A snapshot received from the leader: store it, compact the log store, restore the state machine."""
+
+    meta: SnapshotMeta
+    data: bytes
 
 
 @attrs.frozen
@@ -64,10 +84,11 @@ class Reply:
 
 @attrs.frozen
 class Ready:
-    """What the driver must do, in this order: persist (hard state, then entries), call
-    :meth:`RaftCore.advance`, then send, reply and apply. Nothing in ``sends`` or ``replies`` may leave
-    before the persistence it depends on is durable."""
+    """What the driver must do, in this order: install ``snapshot`` (if any), persist (hard state,
+    then entries), call :meth:`RaftCore.advance`, then send, reply and apply. Nothing in ``sends`` or
+    ``replies`` may leave before the persistence it depends on is durable."""
 
+    snapshot: InstalledSnapshot | None = None
     hard_state: HardState | None = None
     entries_from: int | None = None
     entries: tuple[LogEntry, ...] = ()

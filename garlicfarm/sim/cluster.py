@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import random
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,14 @@ from garlicfarm.sim.history import ClientOp, Outcome, check_history
 from garlicfarm.sim.invariants import InvariantChecker, Violation
 from garlicfarm.sim.node import Origin, SimNode
 from garlicfarm.storage.interface import LogStore
-from garlicfarm.wire.messages import AppendEntriesResponse, ClientRequest, Message, Response
+from garlicfarm.wire.messages import (
+    AddServerRequest,
+    AppendEntriesResponse,
+    ClientRequest,
+    Message,
+    RemoveServerRequest,
+    Response,
+)
 from garlicfarm.wire.payloads import Application, ClusterServer, Configuration, LogEntry
 from garlicfarm.wire.types import NO_LEADER
 
@@ -36,6 +44,12 @@ class SimSettings:
     faults: Faults = Faults()
     mutations: Mutations = Mutations()
     options: RaftOptions = RaftOptions(election_ticks=10, heartbeat_ticks=2)
+    #: servers beyond ``nodes`` that start outside the cluster, for membership changes to add
+    spares: int = 2
+    #: mean ms between membership changes (add or remove a server through the leader); 0 = none
+    membership_every: int = 600
+    #: compact the log every this many applied entries (swarm testing draws it per seed); 0 = never
+    compact_every: int = 0
     #: swarm testing: each seed draws its own batch size, pipelining depth, fault intensities and
     #: client load, so that some runs replicate one entry at a time, crash constantly, or idle
     swarm: bool = True
@@ -87,16 +101,20 @@ class SimCluster:
                 ),
                 clients=scale((1, 2, settings.clients)),
                 client_think_ms=scale((1, settings.client_think_ms, 300)),
+                compact_every=scale((0, 5, 20, 100)),
+                membership_every=scale((0, settings.membership_every // 3, settings.membership_every)),
+                options=options,
             )
             self.settings = settings
-        ids = list(range(1, settings.nodes + 1))
-        bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"sim://{i}") for i in ids))
+        members = range(1, settings.nodes + 1)
+        ids = list(range(1, settings.nodes + settings.spares + 1))
+        bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"sim://{i}") for i in members))
         self.nodes: dict[int, SimNode] = {}
         self.tick_period: dict[int, int] = {}
         for i in ids:
             node = SimNode(
                 i,
-                bootstrap,
+                bootstrap if i in members else Configuration(0, 0, ()),
                 options,
                 random.Random(self.rng.getrandbits(64)),
                 self.checker,
@@ -109,6 +127,7 @@ class SimCluster:
             )
             node.crash_mid_ready = settings.faults.crash_mid_ready
             node.crash_after_commit = settings.faults.crash_after_commit
+            node.compact_every = settings.compact_every
             self.nodes[i] = node
             skew = settings.faults.clock_skew
             self.tick_period[i] = max(1, round(settings.tick_ms * (1 + self.rng.uniform(-skew, skew))))
@@ -125,6 +144,8 @@ class SimCluster:
             self._at(self._exp(settings.faults.partition_every), "partition", None)
         if settings.faults.crash_every:
             self._at(self._exp(settings.faults.crash_every), "crash", None)
+        if settings.membership_every:
+            self._at(self._exp(settings.membership_every), "membership", None)
         self.events = 0
 
     # ------------------------------------------------------------------------------------------ scheduling
@@ -147,6 +168,7 @@ class SimCluster:
             "partition": self._on_partition,
             "crash": self._on_crash,
             "restart": self._on_restart,
+            "membership": self._on_membership,
         }
         limit = end + self.settings.settle_ms
         settled_commit: int | None = None
@@ -245,6 +267,28 @@ class SimCluster:
             self.nodes[self.rng.choice(up)].crash()
         self._at(self._exp(self.settings.faults.crash_every), "crash", None)
 
+    def _on_membership(self, _payload: None) -> None:
+        """An operator adds a server outside the configuration or removes one in it, via the leader."""
+        if not self.faults_on:
+            return
+        self._at(self._exp(self.settings.membership_every), "membership", None)
+        leaders = self.leaders()
+        if not leaders:
+            return
+        leader = self.nodes[self.rng.choice(leaders)]
+        assert leader.core is not None
+        members = leader.core.voters()
+        outside = [i for i in self.nodes if i not in members]
+        origin = Origin(client=-1)
+        if outside and (len(members) <= 2 or self.rng.random() < 0.5):
+            new = self.rng.choice(outside)
+            add = AddServerRequest(entries=(LogEntry(0, ClusterServer(new, f"sim://{new}")),))
+            self._at(self.rng.randint(1, 10), "deliver", (None, leader.id, add, origin))
+        elif len(members) > 1:
+            gone = self.rng.choice(sorted(members))
+            remove = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(gone)),))
+            self._at(self.rng.randint(1, 10), "deliver", (None, leader.id, remove, origin))
+
     def _schedule_restart(self, node_id: int) -> None:
         if self.faults_on:
             self._at(50 + self.rng.randrange(500), "restart", node_id)
@@ -285,6 +329,8 @@ class SimCluster:
 
     def _on_client_reply(self, payload: tuple[Origin, Response]) -> None:
         origin, response = payload
+        if origin.client == -1:
+            return  # the membership operator does not wait for answers
         assert origin.client is not None and origin.op is not None
         op = self.ops[origin.op]
         if op.outcome is not Outcome.PENDING or not isinstance(response, AppendEntriesResponse):
@@ -314,7 +360,10 @@ class SimCluster:
 
 
 def run_seed(seed: int, settings: SimSettings) -> RunResult:
+    cluster = SimCluster(seed, settings)
     try:
-        return SimCluster(seed, settings).run()
-    except AssertionError as e:  # an assertion inside the core is a safety violation too
-        return RunResult(seed, (Violation(-1, "assertion", str(e) or repr(e)),), 0, 0, 0, 0)
+        return cluster.run()
+    except Exception as e:  # any exception in a core is a bug to report, with its seed
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        detail = f"{type(e).__name__}: {e} at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}"
+        return RunResult(seed, (Violation(cluster.now, "exception", detail),), 0, 0, 0, cluster.events)

@@ -18,7 +18,7 @@ import attrs
 
 from garlicfarm.storage.interface import LogStore
 from garlicfarm.wire.codec import encode_value
-from garlicfarm.wire.payloads import LogEntry
+from garlicfarm.wire.payloads import Configuration, LogEntry
 
 
 @attrs.frozen
@@ -45,6 +45,8 @@ class InvariantChecker:
         #: index -> key of the entry committed (applied) there
         self._committed: dict[int, tuple[int, int, bytes]] = {}
         self._commit: dict[int, int] = {}
+        #: index -> state machine state (snapshot bytes) after applying it
+        self._states: dict[int, bytes] = {}
 
     def fail(self, rule: str, detail: str) -> None:
         self.violations.append(Violation(self.now, rule, detail))
@@ -90,13 +92,32 @@ class InvariantChecker:
             self.fail("monotonic commit", f"node {node} commit went from {before} to {commit}")
         self._commit[node] = commit
 
-    def applied(self, node: int, index: int, entry: LogEntry) -> bool:
-        """Record an applied entry; True if it is the first time anyone applied this index."""
+    def applied(self, node: int, index: int, entry: LogEntry, state: bytes) -> bool:
+        """Record an applied entry and the state it led to; True if this index is new to everyone."""
         key = _key(entry)
         first = self._committed.setdefault(index, key)
         if first != key:
             self.fail("state machine safety", f"node {node} applied a different entry at index {index}")
+        self.restored(node, index, state)
         return first is key
+
+    def restored(self, node: int, index: int, state: bytes) -> None:
+        """A node's state machine is ``state`` at ``index`` (after applying, or from a snapshot)."""
+        known = self._states.setdefault(index, state)
+        if known != state:
+            self.fail("state machine safety", f"node {node} has a different state at index {index}")
+
+    def config_change(self, node: int, index: int, before: Configuration, after: Configuration) -> None:
+        """Single-server changes: any majority of ``before`` meets any majority of ``after``."""
+        if not before.servers:
+            return  # a joining server's first sight of the cluster: it had no configuration before
+        changed = before.ids() ^ after.ids()
+        if len(changed) > 1:
+            self.fail(
+                "configuration change",
+                f"node {node} index {index}: {sorted(before.ids())} -> {sorted(after.ids())} changes "
+                f"{len(changed)} servers: two disjoint majorities become possible",
+            )
 
     def durable_quorum(
         self, leader: int, index: int, term: int, voters: frozenset[int], stores: Mapping[int, LogStore]
@@ -109,6 +130,10 @@ class InvariantChecker:
             entries = store.entries(index, index + 1)
             if entries and entries[0].term == term:
                 holders += 1
+            elif not entries:
+                snapshot = store.load().snapshot  # compacted: a durable snapshot covering it holds it
+                if snapshot is not None and snapshot.last_index >= index:
+                    holders += 1
         if holders < len(voters) // 2 + 1:
             self.fail(
                 "durable quorum",

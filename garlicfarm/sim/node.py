@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Mapping
 
@@ -12,8 +13,9 @@ from garlicfarm.raft.types import RaftOptions, Ready, Role
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
 from garlicfarm.sim.mutants import NoLogCheckVoteCore, OldTermCommitCore
-from garlicfarm.storage.interface import LogStore
+from garlicfarm.storage.interface import LogStore, SnapshotMeta
 from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.wire.codec import encode_entry
 from garlicfarm.wire.messages import Message, Request, Response
 from garlicfarm.wire.payloads import Configuration, LogEntry
 
@@ -25,6 +27,26 @@ class Origin:
     node: int | None = None
     client: int | None = None
     op: int | None = None
+
+
+class DigestMachine:
+    """The simulated application: a running SHA-256 over applied entries. Its snapshot is
+    deterministic (same index, same bytes), as a real state machine's must be."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.digest = b"\x00" * 32
+
+    def apply(self, index: int, entry: LogEntry) -> None:
+        self.index = index
+        self.digest = hashlib.sha256(self.digest + index.to_bytes(8, "big") + encode_entry(entry)).digest()
+
+    def snapshot(self) -> bytes:
+        return self.index.to_bytes(8, "big") + self.digest
+
+    def restore(self, data: bytes) -> None:
+        self.index = int.from_bytes(data[:8], "big")
+        self.digest = data[8:]
 
 
 class Crashed(Exception):
@@ -66,6 +88,11 @@ class SimNode:
         self._next_handle = 0
         self.crash_mid_ready = 0.0
         self.crash_after_commit = 0.0
+        #: take a snapshot and compact once this many entries are applied past the last one (0: never)
+        self.compact_every = 0
+        #: the durable snapshot file, as the store's snapshot meta describes it
+        self.saved_snapshot: tuple[SnapshotMeta, bytes] | None = None
+        self.machine = DigestMachine()
         self.start()
 
     @property
@@ -78,7 +105,15 @@ class SimNode:
             cls = OldTermCommitCore
         elif self.mutations.skip_vote_log_check:
             cls = NoLogCheckVoteCore
-        self.core = cls(self.id, self.store.load(), self.rng, self.bootstrap, self.options)
+        stored = self.store.load()
+        data = b""
+        self.machine = DigestMachine()
+        if stored.snapshot is not None:
+            assert self.saved_snapshot is not None and self.saved_snapshot[0] == stored.snapshot
+            data = self.saved_snapshot[1]
+            self.machine.restore(data)
+            self.checker.restored(self.id, stored.snapshot.last_index, data)
+        self.core = cls(self.id, stored, self.rng, self.bootstrap, self.options, data)
         self._handles = {}
         self._leader_term = -1
         self._seen_commit = 0
@@ -137,6 +172,9 @@ class SimNode:
             self._dispatch(core, ready)
 
     def _persist(self, ready: Ready) -> None:
+        if ready.snapshot is not None:
+            self.saved_snapshot = (ready.snapshot.meta, ready.snapshot.data)
+            self.store.compact(ready.snapshot.meta)
         if ready.needs_persist():
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
 
@@ -149,17 +187,36 @@ class SimNode:
                 self._send(self.id, origin.node, reply.message, None)
             else:
                 self._on_reply(origin, reply.message)
+        if ready.snapshot is not None:
+            self.machine.restore(ready.snapshot.data)
+            self.checker.restored(self.id, ready.snapshot.meta.last_index, ready.snapshot.data)
         for index, entry in ready.committed:
-            if self.checker.applied(self.id, index, entry):
+            self.machine.apply(index, entry)
+            if self.checker.applied(self.id, index, entry, self.machine.snapshot()):
                 self._on_apply(self.id, index, entry)
+        self._maybe_compact(core)
+
+    def _maybe_compact(self, core: RaftCore) -> None:
+        if not self.compact_every or core.applied - core.log.snapshot_index < self.compact_every:
+            return
+        data = self.machine.snapshot()
+        meta = core.compact(core.applied, data)
+        self._maybe_crash()  # between the snapshot in memory and on disk: nothing is lost but work
+        self.saved_snapshot = (meta, data)
+        self.store.compact(meta)
 
     def _check_entries(self, core: RaftCore, ready: Ready) -> None:
         if ready.entries_from is None:
             return
         prev_term = core.log.term_at(ready.entries_from - 1)
+        config = core.config_at(ready.entries_from - 1)
         for offset, entry in enumerate(ready.entries):
-            self.checker.appended(self.id, ready.entries_from + offset, entry, prev_term)
+            index = ready.entries_from + offset
+            self.checker.appended(self.id, index, entry, prev_term)
             prev_term = entry.term
+            if isinstance(entry.value, Configuration):
+                self.checker.config_change(self.id, index, config, entry.value)
+                config = entry.value
 
     def _observe(self, core: RaftCore) -> None:
         self.checker.commit_index(self.id, core.commit)
