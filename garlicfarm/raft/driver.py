@@ -19,8 +19,9 @@ from twisted.python.failure import Failure
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import Ready
 from garlicfarm.storage.interface import LogStore, StorageError
-from garlicfarm.wire.messages import Request, Response
-from garlicfarm.wire.payloads import LogEntry
+from garlicfarm.storage.snapshots import SnapshotStore
+from garlicfarm.wire.messages import AddServerRequest, RemoveServerRequest, Request, Response
+from garlicfarm.wire.payloads import ClusterServer, LogEntry
 from garlicfarm.wire.types import NO_LEADER
 
 
@@ -47,9 +48,25 @@ class NodeStopped(Exception):
     """The node stopped (shutdown or a storage failure) before answering."""
 
 
+class ChangeRefused(Exception):
+    """A membership change was refused (another one is under way, the server did not catch up, ...)."""
+
+
 class PeerTransport(Protocol):
-    def send(self, to: int, message: Request) -> Deferred[Response]:
-        """Send a request to server ``to``; fires with its response, or fails (timeout, no connection)."""
+    def send(self, to: int, message: Request, endpoint: str | None = None) -> Deferred[Response]:
+        """Send a request to server ``to`` (at ``endpoint`` if it is not in the configuration); fires
+        with its response, or fails (timeout, no connection)."""
+
+
+class StateMachine(Protocol):
+    """The application the log drives. ``snapshot`` must be deterministic: the same state gives the
+    same bytes on every server (a snapshot transfer resumes across leaders on that promise)."""
+
+    def apply(self, index: int, entry: LogEntry) -> None: ...
+
+    def snapshot(self) -> bytes: ...
+
+    def restore(self, data: bytes) -> None: ...
 
 
 ApplyFn = Callable[[int, LogEntry], None]
@@ -67,6 +84,9 @@ class RaftDriver:
         tick_seconds: float = 0.05,
         on_apply: ApplyFn | None = None,
         submit_timeout: float = 10.0,
+        state_machine: StateMachine | None = None,
+        snapshots: SnapshotStore | None = None,
+        snapshot_every: int = 5000,
     ) -> None:
         self.core = core
         self.store = store
@@ -75,6 +95,12 @@ class RaftDriver:
         self.tick_seconds = tick_seconds
         self.submit_timeout = submit_timeout
         self._on_apply: list[ApplyFn] = [on_apply] if on_apply else []
+        self.state_machine = state_machine
+        self.snapshots = snapshots
+        #: take a snapshot and compact the log once this many entries are applied past the last one
+        self.snapshot_every = snapshot_every
+        if state_machine is not None:
+            self._on_apply.insert(0, state_machine.apply)
         self._pending: dict[int, Deferred[Response]] = {}
         self._next_handle = 0
         self._processing = False
@@ -127,6 +153,33 @@ class RaftDriver:
         result: Deferred[int] = reply.addCallback(self._committed_index)
         timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle)
         return result.addBoth(_cancel_timer, timer)
+
+    def add_server(self, server_id: int, endpoint: str) -> Deferred[None]:
+        """Add a server (it is caught up first); fires once the new configuration is committed."""
+        entry = LogEntry(0, ClusterServer(server_id, endpoint))
+        return self._change(AddServerRequest(entries=(entry,)), f"add server {server_id}")
+
+    def remove_server(self, server_id: int) -> Deferred[None]:
+        """Remove a server (possibly this one); fires once the new configuration is committed."""
+        entry = LogEntry(0, ClusterServer(server_id))
+        return self._change(RemoveServerRequest(entries=(entry,)), f"remove server {server_id}")
+
+    def _change(self, request: Request, what: str) -> Deferred[None]:
+        if not self.core.is_leader():
+            return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
+        refusal = self.core.change_refusal()
+        if refusal is not None:
+            return _failed(ChangeRefused(f"cannot {what}: {refusal}"))
+
+        def done(response: Response) -> None:
+            if not response.accepted:
+                if not self.core.is_leader():
+                    raise NotLeader(self.core.leader_id, self.core.leader_endpoint())
+                raise ChangeRefused(f"cannot {what}: refused by the leader (it did not catch up, or lost)")
+            self.log.info("{what}: done", what=what)
+
+        self.log.info("{what}: started", what=what)
+        return self.handle_request(request).addCallback(done)
 
     def handle_request(self, request: Request) -> Deferred[Response]:
         """Serve a request from a peer or client; fires with the response to send back."""
@@ -193,19 +246,49 @@ class RaftDriver:
             self._processing = False
 
     def _handle(self, ready: Ready) -> None:
+        if ready.snapshot is not None:
+            self._install(ready)
         if ready.needs_persist():
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
         self.core.advance(ready)
         for send in ready.sends:
-            d = self.transport.send(send.to, send.message)
+            d = self.transport.send(send.to, send.message, send.endpoint)
             d.addCallbacks(self._on_response, self._on_send_failure, errbackArgs=(send.to,))
         for reply in ready.replies:
             pending = self._pending.pop(reply.handle, None)
             if pending is not None:
                 pending.callback(reply.message)
+        if ready.snapshot is not None and self.state_machine is not None:
+            self.state_machine.restore(ready.snapshot.data)
         for index, entry in ready.committed:
             for fn in self._on_apply:
                 fn(index, entry)
+        if ready.committed:
+            self._maybe_compact()
+
+    def _install(self, ready: Ready) -> None:
+        """A snapshot from the leader: store it, then compact the log store to it."""
+        assert ready.snapshot is not None
+        self.log.info(
+            "installing a snapshot up to index {index} from the leader", index=ready.snapshot.meta.last_index
+        )
+        if self.snapshots is not None:
+            self.snapshots.save(ready.snapshot.meta, ready.snapshot.data)
+        self.store.compact(ready.snapshot.meta)
+
+    def _maybe_compact(self) -> None:
+        core = self.core
+        if (
+            self.state_machine is None
+            or self.snapshots is None
+            or core.applied - core.log.snapshot_index < self.snapshot_every
+        ):
+            return
+        data = self.state_machine.snapshot()
+        meta = core.compact(core.applied, data)
+        self.snapshots.save(meta, data)
+        self.store.compact(meta)
+        self.log.info("snapshot taken at index {index}; log compacted", index=meta.last_index)
 
 
 def _failed(error: Exception) -> Deferred[Any]:

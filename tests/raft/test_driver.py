@@ -31,7 +31,7 @@ class LocalTransport:
         self.cluster = cluster
         self.me = me
 
-    def send(self, to: int, message: Request) -> Deferred[Response]:
+    def send(self, to: int, message: Request, endpoint: str | None = None) -> Deferred[Response]:
         d: Deferred[Response] = Deferred()
 
         def deliver() -> None:
