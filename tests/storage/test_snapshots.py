@@ -1,0 +1,74 @@
+"""The snapshot file: atomic replacement, and clear refusals of anything that is not ours or is torn."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from garlicfarm.storage.interface import SnapshotMeta, StorageError
+from garlicfarm.storage.snapshots import FileSnapshotStore, MemorySnapshotStore
+from garlicfarm.wire import ClusterServer, Configuration
+
+META = SnapshotMeta(120, 7, Configuration(118, 40, (ClusterServer(1, "tcp://a:1"), ClusterServer(2, "tcp://b:2"))))
+
+
+def test_round_trip_and_replace(tmp_path: Path) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    assert store.load() is None
+    store.save(META, b"state one")
+    assert store.load() == (META, b"state one")
+    newer = SnapshotMeta(200, 8, META.config)
+    store.save(newer, b"")
+    assert FileSnapshotStore(tmp_path / "snapshot").load() == (newer, b"")
+    assert not (tmp_path / "snapshot.tmp").exists()
+
+
+def test_a_crash_mid_write_leaves_the_old_snapshot(tmp_path: Path) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    store.save(META, b"good")
+    (tmp_path / "snapshot.tmp").write_bytes(b"GFSNAP1\n half written")  # what a kill mid-save leaves
+    assert store.load() == (META, b"good")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"SQLite format 3\x00", "is not a garlicfarm snapshot"),
+        (b"GFSNAP1\n" + b"\x00" * 10, "is corrupt"),
+    ],
+)
+def test_foreign_and_corrupt_files(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "snapshot"
+    path.write_bytes(content)
+    with pytest.raises(StorageError, match=message):
+        FileSnapshotStore(path).load()
+
+
+def test_a_flipped_bit_is_caught(tmp_path: Path) -> None:
+    path = tmp_path / "snapshot"
+    FileSnapshotStore(path).save(META, b"some application state")
+    raw = bytearray(path.read_bytes())
+    raw[40] ^= 0x01
+    path.write_bytes(bytes(raw))
+    with pytest.raises(StorageError, match="checksum"):
+        FileSnapshotStore(path).load()
+
+
+def test_unwritable_directory_is_a_storage_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        missing = tmp_path / "no" / "such" / "dir" / "snapshot"
+        with pytest.raises(StorageError, match="cannot write snapshot"):
+            FileSnapshotStore(missing).save(META, b"x")
+    else:
+        tmp_path.chmod(0o500)
+        with pytest.raises(StorageError, match="cannot write snapshot"):
+            FileSnapshotStore(tmp_path / "snapshot").save(META, b"x")
+
+
+def test_memory_store() -> None:
+    store = MemorySnapshotStore()
+    assert store.load() is None
+    store.save(META, b"x")
+    assert store.load() == (META, b"x")
