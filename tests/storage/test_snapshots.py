@@ -11,7 +11,9 @@ from garlicfarm.storage.interface import SnapshotMeta, StorageError
 from garlicfarm.storage.snapshots import FileSnapshotStore, MemorySnapshotStore
 from garlicfarm.wire import ClusterServer, Configuration
 
-META = SnapshotMeta(120, 7, Configuration(118, 40, (ClusterServer(1, "tcp://a:1"), ClusterServer(2, "tcp://b:2"))))
+META = SnapshotMeta(
+    120, 7, Configuration(118, 40, (ClusterServer(1, "tcp://a:1"), ClusterServer(2, "tcp://b:2")))
+)
 
 
 def test_round_trip_and_replace(tmp_path: Path) -> None:
