@@ -18,6 +18,7 @@ from garlicfarm.raft.types import RaftOptions, Role
 from garlicfarm.sim.faults import Faults, Mutations
 from garlicfarm.sim.history import ClientOp, Outcome, check_history
 from garlicfarm.sim.invariants import InvariantChecker, Violation
+from garlicfarm.sim.linearizability import LogModel, Operation, Verdict, check
 from garlicfarm.sim.node import Origin, SimNode
 from garlicfarm.storage.interface import LogStore
 from garlicfarm.wire.messages import (
@@ -205,6 +206,26 @@ class SimCluster:
     def _final_checks(self, committed_at_heal: int | None) -> None:
         for problem in check_history(self.ops, self.committed):
             self.checker.fail("linearizability", problem)
+        # The same history through the general Wing-Gong checker, ending with a read of the whole log.
+        history = [
+            Operation(
+                op.client,
+                "append",
+                "log",
+                op.value,
+                op.call,
+                op.ret if op.outcome is Outcome.OK else None,
+                op.index if op.outcome is Outcome.OK else None,
+            )
+            for op in self.ops
+            if op.outcome is not Outcome.FAILED
+        ]
+        client_values = {op.value for op in self.ops}
+        log = [v for _, v in sorted(self.committed.items()) if v in client_values]
+        history.append(Operation(-1, "read", "log", None, self.now + 1, self.now + 2, tuple(log)))
+        verdict = check(history, LogModel(), max_steps=200_000)
+        if verdict.verdict is Verdict.NOT_LINEARIZABLE:
+            self.checker.fail("linearizability", f"Wing-Gong: {verdict.explanation}")
         if committed_at_heal is not None and len(self.committed) <= committed_at_heal:
             self.checker.fail(
                 "liveness",
