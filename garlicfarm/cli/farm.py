@@ -1,0 +1,161 @@
+"""``garlicfarm run/status/submit/add-server/remove-server``: operate a node and its farm."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TextIO
+
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from garlicfarm.config import ConfigError, NodeConfig, load_config
+from garlicfarm.net.client import ClientError, FarmClient
+from garlicfarm.wire import (
+    AddServerRequest,
+    Application,
+    ClientRequest,
+    ClusterServer,
+    LogEntry,
+    RemoveServerRequest,
+)
+
+
+class FarmCommandError(Exception):
+    """A one-line error for the user; the command exits 1."""
+
+
+def _config(args: argparse.Namespace) -> NodeConfig:
+    try:
+        return load_config(args.config)
+    except ConfigError as e:
+        raise FarmCommandError(str(e)) from None
+
+
+def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``job(reactor)`` to completion on the global reactor and return its result."""
+    from twisted.internet import reactor
+
+    box: list[Any] = []
+
+    def start() -> None:
+        d: Deferred[Any] = Deferred.fromCoroutine(job(reactor))
+        d.addBoth(box.append).addBoth(lambda _: reactor.stop())
+
+    reactor.callWhenRunning(start)
+    reactor.run()
+    if box and isinstance(box[0], Failure):
+        error = box[0].value
+        if isinstance(error, ClientError | ConfigError | FarmCommandError):
+            raise FarmCommandError(str(error))
+        box[0].raiseException()
+    return box[0] if box else None
+
+
+def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    config = _config(args)
+    client = FarmClient(None, config, timeout=args.timeout)
+
+    async def job(reactor: Any) -> dict[str, Any]:
+        client.reactor = reactor
+        return await client.status(args.endpoint)
+
+    stdout.write(json.dumps(_run_reactor(job), indent=2) + "\n")
+
+
+def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    config = _config(args)
+    text = args.json if args.json != "-" else stdin.read()
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise FarmCommandError(f"not valid JSON: {e}") from None
+    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    request = ClientRequest(entries=(LogEntry(0, Application(data)),))
+    client = FarmClient(None, config, timeout=args.timeout)
+
+    async def job(reactor: Any) -> int:
+        client.reactor = reactor
+        response = await client.request_leader(request, "submit")
+        return response.next_index - 1
+
+    stdout.write(f"{_run_reactor(job)}\n")
+
+
+def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    config = _config(args)
+    request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
+    _membership(config, request, f"add server {args.id}", args.timeout)
+    stdout.write(f"server {args.id} added\n")
+
+
+def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    config = _config(args)
+    request = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(args.id)),))
+    _membership(config, request, f"remove server {args.id}", args.timeout)
+    stdout.write(f"server {args.id} removed\n")
+
+
+def _membership(config: NodeConfig, request: Any, what: str, timeout: float) -> None:
+    client = FarmClient(None, config, timeout=timeout)
+
+    async def job(reactor: Any) -> None:
+        client.reactor = reactor
+        await client.request_leader(request, what)
+
+    _run_reactor(job)
+
+
+def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    """Run one node in the foreground (what `twistd -n garlicfarm --config FILE` does)."""
+    from twisted.internet import reactor
+    from twisted.logger import globalLogBeginner, textFileLogObserver
+
+    from garlicfarm.service import GarlicFarmService
+
+    config = _config(args)
+    try:
+        service = GarlicFarmService(config, reactor)
+    except ConfigError as e:
+        raise FarmCommandError(str(e)) from None
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)])
+    reactor.callWhenRunning(service.startService)
+    reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
+    reactor.run()
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--config", required=True, metavar="FILE", help="a node's TOML configuration")
+        parser.add_argument(
+            "--timeout", type=float, default=30.0, metavar="S", help="give up after S seconds"
+        )
+
+    run = sub.add_parser("run", help="run one node in the foreground (like `twistd -n garlicfarm`)")
+    run.add_argument("--config", required=True, metavar="FILE", help="the node's TOML configuration")
+    run.set_defaults(run=run_node)
+
+    status = sub.add_parser("status", help="print a running node's status as JSON")
+    common(status)
+    status.add_argument("--endpoint", metavar="URI", help="ask this node instead (default: the config's own)")
+    status.set_defaults(run=run_status)
+
+    submit = sub.add_parser(
+        "submit", help="commit an Application entry through the leader; prints the committed index"
+    )
+    common(submit)
+    submit.add_argument("json", help="the entry, as JSON ('-' reads stdin)")
+    submit.set_defaults(run=run_submit)
+
+    add = sub.add_parser("add-server", help="add a server to the farm (it is caught up first)")
+    common(add)
+    add.add_argument("--id", type=int, required=True, help="the new server's id")
+    add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:9004")
+    add.set_defaults(run=run_add_server)
+
+    remove = sub.add_parser("remove-server", help="remove a server (possibly the leader) from the farm")
+    common(remove)
+    remove.add_argument("--id", type=int, required=True, help="the server's id")
+    remove.set_defaults(run=run_remove_server)

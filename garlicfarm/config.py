@@ -1,0 +1,218 @@
+"""A node's configuration: TOML (read with ``tomllib``), validated at start with errors that name the key.
+
+Secrets never live in the file or on the command line: ``[auth] password_file`` names a file holding
+the password. Relative paths are relative to the configuration file's directory.
+
+```toml
+[node]
+id = 1
+cluster = "farm"
+endpoint = "tcp://127.0.0.1:9001"          # advertised in Configuration entries
+listen = "ssl:9001:interface=127.0.0.1"    # Twisted server endpoint string; TLS options are added
+data_dir = "node-1"
+
+[auth]
+username = "farm"
+password_file = "credentials"
+
+[tls]                                      # certificates from `garlicfarm init`
+ca = "ca.pem"                              # trust roots for peers (or use `pins`)
+cert = "node-1.pem"
+key = "node-1.key"
+pins = []                                  # peers' certificate SHA-256 fingerprints, for farms without a CA
+
+[peers]                                    # the members a new farm starts with: id = endpoint
+1 = "tcp://127.0.0.1:9001"
+2 = "tcp://127.0.0.1:9002"
+
+[raft]                                     # all optional
+tick_ms = 50
+election_ticks = 10
+heartbeat_ticks = 2
+snapshot_every = 5000
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from garlicfarm.raft.types import RaftOptions
+
+
+class ConfigError(ValueError):
+    """The configuration is unusable; the message names the file and the key."""
+
+
+@attrs.frozen
+class TLSConfig:
+    ca: Path | None
+    cert: Path
+    key: Path
+    #: "sha256:AB:CD:..." (or bare hex) fingerprints of acceptable peer certificates
+    pins: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class NodeConfig:
+    path: Path
+    id: int
+    cluster: str
+    endpoint: str
+    listen: str
+    data_dir: Path
+    username: str
+    password_file: Path
+    tls: TLSConfig | None
+    peers: Mapping[int, str]
+    tick_seconds: float = 0.05
+    raft: RaftOptions = RaftOptions()
+    snapshot_every: int = 5000
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def password(self) -> str:
+        try:
+            return self.password_file.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise ConfigError(
+                f"{self.path}: [auth] password_file {self.password_file}: {e.strerror}"
+            ) from None
+
+
+def load_config(path: str | Path) -> NodeConfig:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return parse_config(raw, path)
+
+
+def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
+    base = path.parent
+    reader = _Reader(raw, path)
+    node = reader.table("node")
+    auth = reader.table("auth")
+    server_id = reader.integer(node, "node", "id", 1, 2**31 - 1)
+    tls_table = raw.get("tls")
+    tls = None
+    if tls_table is not None:
+        tls_raw = reader.table("tls")
+        ca = reader.string(tls_raw, "tls", "ca", required=False)
+        pins = reader.strings(tls_raw, "tls", "pins")
+        if ca is None and not pins:
+            raise ConfigError(f"{path}: [tls] needs ca or pins, to know which peers to trust")
+        tls = TLSConfig(
+            ca=base / ca if ca else None,
+            cert=base / reader.string(tls_raw, "tls", "cert"),
+            key=base / reader.string(tls_raw, "tls", "key"),
+            pins=tuple(pins),
+        )
+    peers_raw = reader.table("peers", required=False)
+    peers: dict[int, str] = {}
+    for key, value in peers_raw.items():
+        try:
+            peer_id = int(key)
+        except ValueError:
+            raise ConfigError(f"{path}: [peers] key {key!r} must be a server id (an integer)") from None
+        if not 1 <= peer_id <= 2**31 - 1:
+            raise ConfigError(f"{path}: [peers] id {peer_id} out of range 1..2147483647")
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{path}: [peers] {key} must be an endpoint string")
+        peers[peer_id] = value
+    raft = reader.table("raft", required=False)
+    tick_ms = reader.integer(raft, "raft", "tick_ms", 1, 60_000, default=50)
+    defaults = RaftOptions()
+    try:
+        options = RaftOptions(
+            election_ticks=reader.integer(
+                raft, "raft", "election_ticks", 2, 10_000, default=defaults.election_ticks
+            ),
+            heartbeat_ticks=reader.integer(
+                raft, "raft", "heartbeat_ticks", 1, 10_000, default=defaults.heartbeat_ticks
+            ),
+            max_entries_per_append=reader.integer(
+                raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append
+            ),
+        )
+    except ValueError as e:
+        raise ConfigError(f"{path}: [raft] {e}") from None
+    known = {"node", "auth", "tls", "peers", "raft"}
+    return NodeConfig(
+        path=path,
+        id=server_id,
+        cluster=reader.string(node, "node", "cluster", default="farm"),
+        endpoint=reader.string(node, "node", "endpoint"),
+        listen=reader.string(node, "node", "listen"),
+        data_dir=base / reader.string(node, "node", "data_dir"),
+        username=reader.string(auth, "auth", "username"),
+        password_file=base / reader.string(auth, "auth", "password_file"),
+        tls=tls,
+        peers=peers,
+        tick_seconds=tick_ms / 1000,
+        raft=options,
+        snapshot_every=reader.integer(raft, "raft", "snapshot_every", 10, 10**9, default=5000),
+        extra={k: v for k, v in raw.items() if k not in known},
+    )
+
+
+class _Reader:
+    def __init__(self, raw: Mapping[str, Any], path: Path) -> None:
+        self.raw = raw
+        self.path = path
+
+    def table(self, name: str, required: bool = True) -> Mapping[str, Any]:
+        value = self.raw.get(name)
+        if value is None:
+            if required:
+                raise ConfigError(f"{self.path}: missing table [{name}]")
+            return {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{self.path}: {name} must be a table ([{name}])")
+        return value
+
+    def string(
+        self,
+        table: Mapping[str, Any],
+        section: str,
+        key: str,
+        default: str | None = None,
+        required: bool = True,
+    ) -> Any:
+        value = table.get(key, default)
+        if value is None:
+            if required:
+                raise ConfigError(f"{self.path}: missing [{section}] {key}")
+            return None
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{self.path}: [{section}] {key} must be a non-empty string")
+        return value
+
+    def strings(self, table: Mapping[str, Any], section: str, key: str) -> list[str]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{self.path}: [{section}] {key} must be a list of strings")
+        return value
+
+    def integer(
+        self,
+        table: Mapping[str, Any],
+        section: str,
+        key: str,
+        low: int,
+        high: int,
+        default: int | None = None,
+    ) -> int:
+        value = table.get(key, default)
+        if value is None:
+            raise ConfigError(f"{self.path}: missing [{section}] {key}")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigError(f"{self.path}: [{section}] {key} must be an integer from {low} to {high}")
+        return value

@@ -1,0 +1,1 @@
+"""Twisted networking: connections, peers, endpoints."""

@@ -1,0 +1,119 @@
+"""A Garlic Farm client: connect to a node, authenticate, send requests, follow the leader.
+
+Used by ``garlicfarm status/submit/add-server/remove-server``. It speaks the same protocol as the
+peers: the HTTP upgrade handshake (a challenge costs one extra connection, then it is cached), then
+ClientRequest / AddServerRequest / RemoveServerRequest, whose answers name the leader.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twisted.internet.interfaces import IReactorTCP, IReactorTime
+from twisted.internet.protocol import Factory
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+
+from garlicfarm.config import NodeConfig
+from garlicfarm.handshake import ChallengeCache, ClientConfig
+from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits
+from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
+from garlicfarm.wire import NO_LEADER, Request, Response
+
+
+class ClientError(Exception):
+    """The farm could not do what was asked; the message says why."""
+
+
+class FarmClient:
+    log = Logger()
+
+    def __init__(self, reactor: Any, config: NodeConfig, timeout: float = 30.0) -> None:
+        self.reactor: IReactorTime & IReactorTCP = reactor  # type: ignore[valid-type]
+        self.config = config
+        self.timeout = timeout
+        self.cache = ChallengeCache()
+        self.endpoints: dict[int, str] = dict(config.peers)
+
+    async def connect(self, uri: str) -> ClientConnection:
+        """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
+        address = parse_endpoint(uri)
+        client_config = ClientConfig(
+            host=address.host_header,
+            username=self.config.username,
+            password=self.config.password(),
+            cluster=self.config.cluster,
+        )
+        for _attempt in range(3):
+            connection = ClientConnection(self.reactor, client_config, self.cache, ConnectionLimits())
+            endpoint = client_endpoint(self.reactor, uri, self.config.tls)
+            try:
+                await endpoint.connect(Factory.forProtocol(lambda c=connection: c))  # type: ignore[misc]
+            except Exception as e:
+                raise ClientError(f"cannot connect to {uri}: {e}") from None
+            try:
+                await connection.ready
+            except ConnectionClosed as e:
+                if "reconnecting" in str(e):
+                    continue  # the challenge is cached now: the next connection goes straight in
+                raise ClientError(f"{uri}: {e}") from None
+            assert connection.upgraded is not None
+            self._learn_members(connection.upgraded.header("GarlicFarm-Members"))
+            return connection
+        raise ClientError(f"{uri}: the handshake did not complete")
+
+    def _learn_members(self, header: str | None) -> None:
+        for item in (header or "").split(","):
+            if "=" in item:
+                key, _, value = item.strip().partition("=")
+                if key.isdigit():
+                    self.endpoints[int(key)] = value
+
+    async def status(self, uri: str | None = None) -> dict[str, Any]:
+        connection = await self.connect(uri or self.config.endpoint)
+        try:
+            assert connection.upgraded is not None
+            raw = connection.upgraded.header("GarlicFarm-Status")
+            if raw is None:
+                raise ClientError("the node sent no status (not a garlicfarm node?)")
+            status: dict[str, Any] = json.loads(raw)
+            return status
+        finally:
+            connection.transport.loseConnection()  # type: ignore[union-attr]
+
+    async def request_leader(self, request: Request, what: str) -> Response:
+        """Send ``request`` to the leader, following redirects; waits for a leader for ``timeout``."""
+        target = self.config.endpoint
+        waited = 0.0
+        delay = 0.2
+        tried: set[str] = set()
+        while True:
+            connection = await self.connect(target)
+            try:
+                response: Response = await connection.request(request, timeout=self.timeout)
+            finally:
+                connection.transport.loseConnection()  # type: ignore[union-attr]
+            if response.accepted:
+                return response
+            tried.add(target)
+            leader = response.destination
+            if leader not in (NO_LEADER, response.source) and leader in self.endpoints:
+                self.log.info("redirected to the leader, server {id}", id=leader)
+                target = self.endpoints[leader]
+                continue
+            if leader == response.source:
+                raise ClientError(f"{what}: refused by the leader (server {leader})")
+            if waited >= self.timeout:
+                raise ClientError(f"{what}: no leader known after {waited:.0f}s")
+            await deferLater(self.reactor, delay, lambda: None)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+            target = self._next_target(tried)
+
+    def _next_target(self, tried: set[str]) -> str:
+        for endpoint in self.endpoints.values():
+            if endpoint not in tried:
+                return endpoint
+        tried.clear()
+        return self.config.endpoint

@@ -1,0 +1,320 @@
+"""Garlic Farm connections: the HTTP upgrade handshake, then the binary protocol.
+
+Server side: every request gets exactly one response, written in the order the requests came (FIFO),
+however the answers complete. Client side: requests are pipelined and responses matched first-in
+first-out; a request that times out breaks that matching, so the connection is dropped.
+
+Limits (handshake deadline, idle timeout, pipelined requests, buffered bytes) drop the connection
+with a logged reason; the node carries on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from garlicfarm.handshake import (
+    Authenticated,
+    ChallengeCache,
+    ClientConfig,
+    ClientHandshake,
+    Close,
+    Failed,
+    NonceRegistry,
+    Reconnect,
+    Rejected,
+    SendBytes,
+    ServerConfig,
+    ServerHandshake,
+    Upgraded,
+)
+from garlicfarm.wire import Decoder, Limits, Message, ProtocolError, Request, Response, encode
+
+
+@attrs.frozen
+class ConnectionLimits:
+    handshake_timeout: float = 10.0
+    #: inbound links that carry nothing for this long are dropped (generous: Raft needs idle links
+    #: for votes, and peers reconnect on demand anyway)
+    idle_timeout: float = 600.0
+    #: requests received but not yet answered on one connection
+    max_pipelined: int = 1024
+    #: a response that takes longer than this (e.g. a client request whose fate is unknown) ends the
+    #: connection, so that the FIFO order is never stuck behind it
+    response_timeout: float = 30.0
+    wire: Limits = Limits()
+
+
+class ConnectionClosed(Exception):
+    """The connection closed before a response came."""
+
+
+class RequestTimeout(Exception):
+    """No response in time; the connection was dropped (FIFO matching cannot survive a gap)."""
+
+
+class NotConnected(Exception):
+    """No connection to that peer yet."""
+
+
+RequestHandler = Callable[[Request], Deferred[Response]]
+
+
+class ServerConnection(Protocol):
+    """An inbound connection: authenticate the peer, then serve its requests in order."""
+
+    log = Logger()
+
+    def __init__(
+        self,
+        reactor: IReactorTime,
+        config: ServerConfig,
+        nonces: NonceRegistry,
+        handler: RequestHandler,
+        limits: ConnectionLimits,
+        extra_headers: Callable[[], Sequence[tuple[str, str]]] = tuple,
+        on_close: Callable[[ServerConnection], None] = lambda _c: None,
+    ) -> None:
+        self.reactor = reactor
+        self.limits = limits
+        self._handler = handler
+        self._on_close = on_close
+        self._handshake: ServerHandshake | None = ServerHandshake(config, nonces, extra_headers())
+        self._decoder: Decoder | None = None
+        #: responses in request order; None until the answer is known
+        self._slots: deque[list[Response | None]] = deque()
+        self._deadline: IDelayedCall | None = None
+        self._idle: IDelayedCall | None = None
+        self.peer_name = "?"
+        self.username: str | None = None
+        self._closing = False
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer() if self.transport else None
+        self.peer_name = str(getattr(peer, "host", peer))
+        self._deadline = self.reactor.callLater(
+            self.limits.handshake_timeout, self._drop, "handshake timed out"
+        )
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._touch()
+        if self._handshake is not None:
+            for event in self._handshake.receive_data(data, self.reactor.seconds()):
+                if isinstance(event, SendBytes):
+                    self.transport.write(event.data)  # type: ignore[union-attr]
+                elif isinstance(event, Close):
+                    self._closing = True
+                    self.transport.loseConnection()  # type: ignore[union-attr]
+                elif isinstance(event, Rejected):
+                    self.log.info("handshake from {peer} refused: {why}", peer=self.peer_name, why=str(event))
+                elif isinstance(event, Authenticated):
+                    self._upgraded(event)
+            return
+        self._feed(data)
+
+    def _upgraded(self, event: Authenticated) -> None:
+        self._handshake = None
+        self.username = event.username
+        self._cancel(self._deadline)
+        self._decoder = Decoder(self.limits.wire)
+        self.log.debug("{peer} authenticated as {user}", peer=self.peer_name, user=event.username)
+        if event.leftover:
+            self._feed(event.leftover)
+
+    def _feed(self, data: bytes) -> None:
+        decoder = self._decoder
+        assert decoder is not None
+        try:
+            decoder.feed(data)
+            while (message := decoder.next_message()) is not None:
+                self._serve(message)
+                if self._closing:
+                    return
+        except ProtocolError as e:
+            self._drop(f"malformed message: {e}")
+
+    def _serve(self, message: Message) -> None:
+        if not isinstance(message, Request):
+            self._drop(f"a {type(message).__name__} where a request belongs")
+            return
+        if len(self._slots) >= self.limits.max_pipelined:
+            self._drop(f"more than {self.limits.max_pipelined} requests waiting for answers")
+            return
+        slot: list[Response | None] = [None]
+        self._slots.append(slot)
+        timer = self.reactor.callLater(
+            self.limits.response_timeout, self._drop, f"no answer to a {type(message).__name__} in time"
+        )
+        answer = self._handler(message)
+
+        def answered(response: Response) -> None:
+            self._cancel(timer)
+            slot[0] = response
+            self._flush()
+
+        def failed(failure: Failure) -> None:
+            self._cancel(timer)
+            self._drop(f"cannot answer a {type(message).__name__}: {failure.getErrorMessage()}")
+
+        answer.addCallbacks(answered, failed)
+
+    def _flush(self) -> None:
+        while self._slots and self._slots[0][0] is not None and not self._closing:
+            response = self._slots.popleft()[0]
+            assert response is not None
+            self.transport.write(encode(response))  # type: ignore[union-attr]
+
+    def _touch(self) -> None:
+        if self._idle is not None and self._idle.active():
+            self._idle.reset(self.limits.idle_timeout)
+        else:
+            self._idle = self.reactor.callLater(self.limits.idle_timeout, self._drop, "idle")
+
+    def _drop(self, why: str) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self.log.warn("dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
+        if self.transport is not None:
+            self.transport.abortConnection()  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _cancel(call: IDelayedCall | None) -> None:
+        if call is not None and call.active():
+            call.cancel()
+
+    def connectionLost(self, reason: Failure = ConnectionClosed) -> None:  # type: ignore[assignment]
+        self._closing = True
+        self._cancel(self._deadline)
+        self._cancel(self._idle)
+        self._slots.clear()
+        self._on_close(self)
+
+
+class ClientConnection(Protocol):
+    """An outbound connection: authenticate, then send requests and match responses in order."""
+
+    log = Logger()
+
+    def __init__(
+        self,
+        reactor: IReactorTime,
+        config: ClientConfig,
+        cache: ChallengeCache,
+        limits: ConnectionLimits,
+        on_ready: Callable[[ClientConnection], None] = lambda _c: None,
+        on_lost: Callable[[ClientConnection, str], None] = lambda _c, _why: None,
+        random_bytes: Callable[[int], bytes] = os.urandom,
+    ) -> None:
+        self.reactor = reactor
+        self.config = config
+        self.limits = limits
+        self._cache = cache
+        self._random_bytes = random_bytes
+        self._on_ready = on_ready
+        self._on_lost = on_lost
+        self._handshake: ClientHandshake | None = None
+        self._decoder: Decoder | None = None
+        self._pending: deque[tuple[Deferred[Response], IDelayedCall]] = deque()
+        self._deadline: IDelayedCall | None = None
+        self.upgraded: Upgraded | None = None
+        self.ready: Deferred[ClientConnection] = Deferred()
+        self._why = "connection closed"
+
+    def connectionMade(self) -> None:
+        self._handshake = ClientHandshake(
+            self.config, self._cache, self.reactor.seconds(), self._random_bytes
+        )
+        self.transport.write(self._handshake.initiate())  # type: ignore[union-attr]
+        self._deadline = self.reactor.callLater(
+            self.limits.handshake_timeout, self._drop, "handshake timed out"
+        )
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._handshake is not None:
+            for event in self._handshake.receive_data(data, self.reactor.seconds()):
+                if isinstance(event, Reconnect):
+                    self._why = f"challenge received ({event.reason}); reconnecting"
+                    self.transport.loseConnection()  # type: ignore[union-attr]
+                elif isinstance(event, Failed):
+                    self._drop(f"handshake failed: {event}")
+                elif isinstance(event, Upgraded):
+                    self._upgraded(event)
+            return
+        self._feed(data)
+
+    def _upgraded(self, event: Upgraded) -> None:
+        self._handshake = None
+        self.upgraded = event
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._decoder = Decoder(self.limits.wire)
+        self._on_ready(self)
+        self.ready.callback(self)
+        if event.leftover:
+            self._feed(event.leftover)
+
+    def request(self, message: Request, timeout: float | None = None) -> Deferred[Response]:
+        if self._decoder is None or self.transport is None:
+            return _failed(NotConnected("the connection is not ready"))
+        d: Deferred[Response] = Deferred()
+        timer = self.reactor.callLater(
+            timeout or self.limits.response_timeout, self._drop, f"no response to a {type(message).__name__}"
+        )
+        self._pending.append((d, timer))
+        self.transport.write(encode(message))
+        return d
+
+    def _feed(self, data: bytes) -> None:
+        decoder = self._decoder
+        assert decoder is not None
+        try:
+            decoder.feed(data)
+            while (message := decoder.next_message()) is not None:
+                if not isinstance(message, Response) or not self._pending:
+                    self._drop(f"unexpected {type(message).__name__}")
+                    return
+                d, timer = self._pending.popleft()
+                timer.cancel()
+                d.callback(message)
+        except ProtocolError as e:
+            self._drop(f"malformed message: {e}")
+
+    def _drop(self, why: str) -> None:
+        self._why = why
+        self.log.info("dropping connection to {host}: {why}", host=self.config.host, why=why)
+        if self.transport is not None:
+            self.transport.abortConnection()  # type: ignore[attr-defined]
+
+    def connectionLost(self, reason: Failure = ConnectionClosed) -> None:  # type: ignore[assignment]
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        pending, self._pending = self._pending, deque()
+        error = (
+            RequestTimeout(self._why) if self._why.startswith("no response") else ConnectionClosed(self._why)
+        )
+        for d, timer in pending:
+            if timer.active():
+                timer.cancel()
+            d.errback(error)
+        if not self.ready.called:
+            self.ready.errback(ConnectionClosed(self._why))
+            self.ready.addErrback(lambda _f: None)
+        self._on_lost(self, self._why)
+
+
+def _failed(error: Exception) -> Deferred[Any]:
+    d: Deferred[Any] = Deferred()
+    d.errback(error)
+    return d

@@ -1,0 +1,112 @@
+"""Outbound links to peers: one ClientService per peer, kept up with jittered exponential backoff.
+
+``send`` never waits for a connection: Raft retries on its own schedule, so a request to a peer that
+is not connected fails at once (and the link keeps trying to come up in the background).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from twisted.application.internet import ClientService, backoffPolicy
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+
+from garlicfarm.handshake import ChallengeCache, ClientConfig
+from garlicfarm.net.connection import ClientConnection, ConnectionLimits, NotConnected, _failed
+from garlicfarm.wire import Request, Response
+
+EndpointFor = Callable[[str], IStreamClientEndpoint]
+ClientConfigFor = Callable[[str], ClientConfig]
+
+
+class _Peer:
+    def __init__(self, endpoint: str, service: ClientService) -> None:
+        self.endpoint = endpoint
+        self.service = service
+        self.connection: ClientConnection | None = None
+        self.last_failure: str | None = None
+
+
+class PeerConnections:
+    log = Logger()
+
+    def __init__(
+        self,
+        reactor: IReactorTime,
+        endpoint_for: EndpointFor,
+        client_config_for: ClientConfigFor,
+        limits: ConnectionLimits | None = None,
+        directory: Callable[[int], str | None] = lambda _id: None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.reactor = reactor
+        self._endpoint_for = endpoint_for
+        self._client_config_for = client_config_for
+        self.limits = limits or ConnectionLimits()
+        self._directory = directory
+        self._rng = rng or random.Random()  # noqa: S311 - backoff jitter, not secrecy
+        self.cache = ChallengeCache()
+        self._peers: dict[int, _Peer] = {}
+        self.running = True
+
+    def send(self, to: int, message: Request, endpoint: str | None = None) -> Deferred[Response]:
+        if not self.running:
+            return _failed(NotConnected("shutting down"))
+        address = endpoint or self._directory(to)
+        if address is None:
+            return _failed(NotConnected(f"no endpoint known for server {to}"))
+        peer = self._peers.get(to)
+        if peer is not None and peer.endpoint != address:
+            self._forget(to)  # the server moved
+            peer = None
+        if peer is None:
+            peer = self._start(to, address)
+        if peer.connection is None:
+            return _failed(NotConnected(f"not connected to server {to} yet"))
+        return peer.connection.request(message)
+
+    def connected(self) -> dict[int, bool]:
+        return {peer_id: peer.connection is not None for peer_id, peer in self._peers.items()}
+
+    def _start(self, peer_id: int, address: str) -> _Peer:
+        config = self._client_config_for(address)
+        peer: _Peer
+
+        def ready(connection: ClientConnection) -> None:
+            peer.connection = connection
+            self.log.info("connected to server {id} at {address}", id=peer_id, address=address)
+
+        def lost(connection: ClientConnection, why: str) -> None:
+            if peer.connection is connection:
+                peer.connection = None
+                self.log.info("link to server {id} lost: {why}", id=peer_id, why=why)
+            peer.last_failure = why
+
+        def build() -> Protocol:
+            return ClientConnection(self.reactor, config, self.cache, self.limits, ready, lost)
+
+        factory = Factory.forProtocol(build)
+        policy = backoffPolicy(initialDelay=0.05, maxDelay=5.0, factor=1.6, jitter=self._rng.random)
+        service = ClientService(self._endpoint_for(address), factory, retryPolicy=policy, clock=self.reactor)
+        peer = _Peer(address, service)
+        self._peers[peer_id] = peer
+        service.startService()
+        return peer
+
+    def _forget(self, peer_id: int) -> Deferred[None] | None:
+        peer = self._peers.pop(peer_id, None)
+        if peer is None:
+            return None
+        result: Deferred[None] = peer.service.stopService()
+        return result
+
+    def stop(self) -> Deferred[list[None]]:
+        from twisted.internet.defer import gatherResults  # noqa: PLC0415
+
+        self.running = False
+        stops = [d for peer_id in list(self._peers) if (d := self._forget(peer_id)) is not None]
+        return gatherResults(stops)

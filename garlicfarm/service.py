@@ -1,0 +1,215 @@
+"""GarlicFarmService: one node — its Raft driver, storage, peer links and listening port — as a
+Twisted ``MultiService`` that ``twistd garlicfarm`` runs and other Twisted programs can embed."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from twisted.application.internet import StreamServerEndpointService
+from twisted.application.service import MultiService
+from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import serverFromString
+from twisted.internet.interfaces import IAddress, IReactorCore, IReactorTCP, IReactorTime
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+
+from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.handshake import ClientConfig, NonceRegistry, ServerConfig
+from garlicfarm.net.connection import ConnectionLimits, ServerConnection
+from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
+from garlicfarm.net.peers import PeerConnections
+from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.driver import RaftDriver, StateMachine
+from garlicfarm.storage.snapshots import FileSnapshotStore
+from garlicfarm.storage.sqlite import SQLiteLogStore
+from garlicfarm.wire import ClusterServer, Configuration, Request, Response
+
+LEADER_HEADER = "GarlicFarm-Leader"
+MEMBERS_HEADER = "GarlicFarm-Members"
+STATUS_HEADER = "GarlicFarm-Status"
+
+
+class InboundFactory(Factory):
+    """Accepts Garlic Farm connections, at most ``max_connections`` at once."""
+
+    log = Logger()
+
+    def __init__(
+        self, make: Callable[[Callable[[ServerConnection], None]], ServerConnection], max_connections: int
+    ):
+        self._make = make
+        self.max_connections = max_connections
+        self.open: set[ServerConnection] = set()
+
+    def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
+        if len(self.open) >= self.max_connections:
+            self.log.warn("refusing a connection from {addr}: {n} already open", addr=addr, n=len(self.open))
+            return None
+        connection = self._make(self.open.discard)
+        self.open.add(connection)
+        return connection
+
+
+class GarlicFarmService(MultiService):
+    log = Logger()
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        reactor: Any = None,
+        state_machine: StateMachine | None = None,
+        limits: ConnectionLimits | None = None,
+        max_inbound: int = 256,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor  # noqa: PLC0415
+
+            reactor = default_reactor
+        self.reactor: IReactorTime & IReactorTCP & IReactorCore = reactor  # type: ignore[valid-type]
+        self.config = config
+        self.limits = limits or ConnectionLimits()
+        password = config.password()
+        self._password = password
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = SQLiteLogStore(config.data_dir / "log.db")
+        self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
+        stored = self.store.load()
+        saved = self.snapshots.load()
+        data = b""
+        if stored.snapshot is not None:
+            if saved is None or saved[0] != stored.snapshot:
+                raise ConfigError(
+                    f"{config.data_dir}: the log store expects a snapshot that is missing or different"
+                )
+            data = saved[1]
+            if state_machine is not None:
+                state_machine.restore(data)
+        bootstrap = self._bootstrap()
+        rng = random.Random(os.urandom(16))  # noqa: S311 - election timeouts need spread, not secrecy
+        core = RaftCore(config.id, stored, rng, bootstrap, config.raft, data)
+        self.peers = PeerConnections(
+            self.reactor, self._endpoint_for, self._client_config_for, self.limits, self._lookup
+        )
+        self.driver = RaftDriver(
+            core,
+            self.store,
+            self.reactor,
+            self.peers,
+            config.tick_seconds,
+            state_machine=state_machine,
+            snapshots=self.snapshots,
+            snapshot_every=config.snapshot_every,
+        )
+        self.nonces = NonceRegistry(os.urandom)
+        self.server_config = ServerConfig(
+            credentials={config.username: password}, cluster=config.cluster, realm=config.cluster
+        )
+        self.inbound = InboundFactory(self._make_connection, max_inbound)
+        self.listener = StreamServerEndpointService(self._server_endpoint(), self.inbound)
+        self.listener._raiseSynchronously = True  # a failed bind fails loudly at start, never spins
+        self.listener.setServiceParent(self)
+
+    # ------------------------------------------------------------------------------------------ wiring
+
+    def _bootstrap(self) -> Configuration:
+        if self.config.id not in self.config.peers:
+            return Configuration(0, 0, ())  # not a founding member: wait to be invited
+        servers = tuple(ClusterServer(i, e) for i, e in sorted(self.config.peers.items()))
+        return Configuration(0, 0, servers)
+
+    def _lookup(self, server_id: int) -> str | None:
+        core = self.driver.core
+        return (
+            core.config.endpoint_of(server_id)
+            or (core.join_config.endpoint_of(server_id) if core.join_config else None)
+            or self.config.peers.get(server_id)
+        )
+
+    def _endpoint_for(self, uri: str) -> Any:
+        return client_endpoint(self.reactor, uri, self.config.tls)
+
+    def _client_config_for(self, uri: str) -> ClientConfig:
+        address = parse_endpoint(uri)
+        return ClientConfig(
+            host=address.host_header,
+            username=self.config.username,
+            password=self._password,
+            cluster=self.config.cluster,
+        )
+
+    def _server_endpoint(self) -> Any:
+        if self.config.tls is not None:
+            from garlicfarm.tls import server_endpoint  # noqa: PLC0415 - pyOpenSSL is heavy
+
+            return server_endpoint(self.reactor, self.config.listen, self.config.tls)
+        if "interface=127." not in self.config.listen and "interface=\\:\\:1" not in self.config.listen:
+            raise ConfigError(
+                f"{self.config.path}: [node] listen without [tls] must be on loopback (interface=127.0.0.1)"
+            )
+        self.log.warn("listening in cleartext on loopback: no [tls] configured")
+        return serverFromString(self.reactor, self.config.listen)
+
+    def _make_connection(self, on_close: Callable[[ServerConnection], None]) -> ServerConnection:
+        return ServerConnection(
+            self.reactor,
+            self.server_config,
+            self.nonces,
+            self._handle,
+            self.limits,
+            self._upgrade_headers,
+            on_close,
+        )
+
+    def _handle(self, request: Request) -> Deferred[Response]:
+        return self.driver.handle_request(request)
+
+    def _upgrade_headers(self) -> Sequence[tuple[str, str]]:
+        """Extra headers on the 101: who leads, who is in the farm, and this node's status."""
+        core = self.driver.core
+        members = ", ".join(f"{s.id}={s.endpoint}" for s in core.config.servers)
+        headers = [
+            (MEMBERS_HEADER, members),
+            (STATUS_HEADER, json.dumps(self.status(), separators=(",", ":"))),
+        ]
+        if core.leader_id is not None:
+            headers.insert(0, (LEADER_HEADER, str(core.leader_id)))
+        return headers
+
+    def status(self) -> dict[str, Any]:
+        status = self.driver.status()
+        status["cluster"] = self.config.cluster
+        status["endpoint"] = self.config.endpoint
+        status["connected"] = {str(k): v for k, v in sorted(self.peers.connected().items())}
+        return status
+
+    # ------------------------------------------------------------------------------------------ life
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]
+        self.driver.start()
+        self.log.info(
+            "garlicfarm node {id} of farm {cluster} listening on {listen}",
+            id=self.config.id,
+            cluster=self.config.cluster,
+            listen=self.config.listen,
+        )
+
+    def stopService(self) -> Deferred[None]:
+        self.driver.stop()
+        d: Deferred[Any] = self.peers.stop()
+        d.addCallback(self._stop_children)
+        d.addBoth(self._close_store)
+        return d
+
+    def _stop_children(self, _: object) -> Deferred[None]:
+        result: Deferred[None] = super().stopService()  # type: ignore[no-untyped-call]
+        return result
+
+    def _close_store(self, result: object) -> object:
+        self.store.close()
+        return result
