@@ -9,7 +9,8 @@ stamp=.venv/.garlicfarm-installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "== installing garlicfarm and its test dependencies"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test]'
+    .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+    # (compat: the checkout itself is on sys.path, so Twisted finds twisted/plugins/ here)
     touch "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"

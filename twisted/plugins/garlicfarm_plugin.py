@@ -1,0 +1,37 @@
+"""``twistd garlicfarm --config node.toml``: run one Garlic Farm node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.application.service import IServiceMaker
+from twisted.plugin import IPlugin
+from twisted.python import usage
+from zope.interface import implementer
+
+
+class Options(usage.Options):
+    optParameters = [["config", "c", None, "the node's TOML configuration (see `garlicfarm init`)"]]
+
+    def postOptions(self) -> None:
+        if not self["config"]:
+            raise usage.UsageError("--config FILE is required")
+
+
+@implementer(IServiceMaker, IPlugin)
+class GarlicFarmServiceMaker:
+    tapname = "garlicfarm"
+    description = "A Garlic Farm node: Raft over authenticated TLS or I2P (I2P proposal 150)."
+    options = Options
+
+    def makeService(self, options: Options) -> Any:
+        from garlicfarm.config import ConfigError, load_config
+        from garlicfarm.service import GarlicFarmService
+
+        try:
+            return GarlicFarmService(load_config(options["config"]))
+        except ConfigError as e:
+            raise usage.UsageError(str(e)) from None
+
+
+service_maker = GarlicFarmServiceMaker()
