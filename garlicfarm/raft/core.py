@@ -1022,14 +1022,12 @@ class RaftCore:
 
     def _step_response(self, m: Response) -> None:
         if m.term > self.term:
-            granted_pre_vote = (
-                isinstance(m, RequestVoteResponse)
-                and self.role is Role.PRE_CANDIDATE
-                and m.accepted
-                and m.next_index == PRE_VOTE_MARKER
-                and m.term == self.term + 1
-            )
-            if not granted_pre_vote:
+            if isinstance(m, RequestVoteResponse) and m.accepted and m.next_index == PRE_VOTE_MARKER:
+                # A pre-vote grant carries the term we *would* campaign in, not the responder's: it
+                # never changes our term. Counted only while we are that pre-candidate.
+                if self.role is not Role.PRE_CANDIDATE or m.term != self.term + 1:
+                    return
+            else:
                 self._become_follower(m.term, None)
                 return
         elif m.term < self.term:
