@@ -8,7 +8,7 @@ the password. Relative paths are relative to the configuration file's directory.
 id = 1
 cluster = "farm"
 endpoint = "tcp://127.0.0.1:9001"          # advertised in Configuration entries
-listen = "ssl:9001:interface=127.0.0.1"    # Twisted server endpoint string; TLS options are added
+listen = "tcp:9001:interface=127.0.0.1"    # Twisted server endpoint string; [tls] wraps it in TLS
 data_dir = "node-1"
 
 [auth]

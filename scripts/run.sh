@@ -1,14 +1,65 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: sets up .venv, then decodes every test vector of docs/protocol.md
-# with the protocol inspector (until the service lands this is what garlicfarm runs end to end),
-# and replays them through `garlicfarm encode` to show the round trip.
+# The main job on a fresh machine: set up .venv, create a local 3-node farm over TLS on loopback
+# (./farm, kept between runs), start it, show that it elects a leader and commits, then keep it
+# running until Ctrl-C. Options: --nodes N (default 3), --dir DIR (default ./farm), --once (stop
+# after showing the status, for scripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup-env.sh
 
-vectors=$(awk '/^```hex$/{on=1; next} /^```$/{on=0} on' docs/protocol.md)
-echo "== garlicfarm decode  (the $(grep -c '^```hex$' docs/protocol.md) vectors of docs/protocol.md)"
-json=$(printf '%s\n' "$vectors" | garlicfarm decode)
-printf '%s\n' "$json"
-echo "== garlicfarm encode  (the same messages back to hex)"
-printf '%s\n' "$json" | garlicfarm encode
+nodes=3
+dir=farm
+once=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --nodes) nodes=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        --once) once=1; shift ;;
+        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if [ ! -f "$dir/node-1.toml" ]; then
+    echo "== garlicfarm init $dir --nodes $nodes"
+    garlicfarm init "$dir" --nodes "$nodes"
+fi
+nodes=$(ls "$dir"/node-*.toml | wc -l)
+
+pids=()
+stop() {
+    trap - EXIT INT TERM
+    echo "== stopping the farm"
+    kill "${pids[@]}" 2>/dev/null || true
+    wait "${pids[@]}" 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+
+echo "== starting $nodes nodes (logs in $dir/node-N.log)"
+for i in $(seq 1 "$nodes"); do
+    garlicfarm run --config "$dir/node-$i.toml" >>"$dir/node-$i.log" 2>&1 &
+    pids+=($!)
+done
+
+echo "== waiting for a leader"
+for _ in $(seq 1 120); do
+    if garlicfarm status --config "$dir/node-1.toml" --timeout 2 2>/dev/null | grep -q '"leader": [0-9]'; then
+        break
+    fi
+    sleep 0.5
+done
+
+echo "== garlicfarm submit (through node 1; a follower redirects to the leader)"
+index=$(garlicfarm submit --config "$dir/node-1.toml" '{"hello": "farm"}')
+echo "committed at index $index"
+
+echo "== garlicfarm status, each node"
+for i in $(seq 1 "$nodes"); do
+    garlicfarm status --config "$dir/node-$i.toml" --timeout 5 --brief
+done
+
+if [ -n "$once" ]; then
+    exit 0
+fi
+echo "== the farm is running; try: garlicfarm status --config $dir/node-2.toml   (Ctrl-C stops it)"
+wait

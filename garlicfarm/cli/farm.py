@@ -62,7 +62,15 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         client.reactor = reactor
         return await client.status(args.endpoint)
 
-    stdout.write(json.dumps(_run_reactor(job), indent=2) + "\n")
+    status = _run_reactor(job)
+    if args.brief:
+        members = ",".join(str(m["id"]) for m in status["members"])
+        stdout.write(
+            f"node {status['id']}: {status['role']:<13} term {status['term']:<4} leader {status['leader']}  "
+            f"commit {status['commit_index']}  members [{members}]\n"
+        )
+    else:
+        stdout.write(json.dumps(status, indent=2) + "\n")
 
 
 def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -140,6 +148,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     status = sub.add_parser("status", help="print a running node's status as JSON")
     common(status)
     status.add_argument("--endpoint", metavar="URI", help="ask this node instead (default: the config's own)")
+    status.add_argument("--brief", action="store_true", help="one line instead of JSON")
     status.set_defaults(run=run_status)
 
     submit = sub.add_parser(

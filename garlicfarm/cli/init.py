@@ -1,0 +1,74 @@
+"""``garlicfarm init DIR --nodes N``: write a ready local farm (CA, certificates, configurations).
+
+User errors raise :class:`InitError` (one line, for stderr; the command exits 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import TextIO
+
+from garlicfarm.farminit import DEFAULT_BASE_PORT, MAX_NODES, FarmSpec, InitError, create_farm
+
+__all__ = ["InitError", "add_parser", "run_init"]
+
+
+def run_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    spec = FarmSpec(
+        directory=Path(args.directory),
+        nodes=args.nodes,
+        base_port=args.base_port,
+        cluster=args.cluster,
+        username=args.username,
+    )
+    farm = create_farm(spec, force=args.force)
+    stdout.write(f"wrote a farm of {spec.nodes} node(s) to {spec.directory}:\n")
+    stdout.write("  ca.pem ca.key credentials\n")
+    for k in range(1, spec.nodes + 1):
+        stdout.write(f"  node-{k}.toml node-{k}.pem node-{k}.key  (listens on {spec.endpoint(k)})\n")
+    stdout.write("keep ca.key (it signs nodes added later), credentials and node-*.key private (mode 0600)\n")
+    if farm.stale:
+        names = ", ".join(p.name for p in farm.stale)
+        stdout.write(f"left from an earlier farm (old certificates, old Raft state; delete them): {names}\n")
+    stdout.write("start each node, e.g. in its own terminal:\n")
+    for config in farm.configs:
+        stdout.write(f"  garlicfarm run --config {shlex.quote(str(config))}\n")
+    stdout.write(f"then: garlicfarm status --config {shlex.quote(str(farm.configs[0]))}\n")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    init = sub.add_parser(
+        "init",
+        help="create a ready local farm: CA, node certificates and configurations",
+        description="Create DIR with a farm CA (ca.pem, ca.key), a certificate and key per node "
+        "(node-K.pem, node-K.key), a shared random password (credentials) and a configuration per "
+        "node (node-K.toml). Node K listens on 127.0.0.1 port P+K-1 with mutual TLS, and every "
+        "node lists all N as its peers. Keys and credentials are written with mode 0600. The command "
+        "refuses to replace an existing farm and checks the ports are free now. Then start each node "
+        "with 'garlicfarm run --config DIR/node-K.toml'.",
+    )
+    init.add_argument("directory", metavar="DIR", help="where to write the farm (created if missing)")
+    init.add_argument(
+        "--nodes", type=int, required=True, metavar="N", help=f"number of nodes, 1 to {MAX_NODES}"
+    )
+    init.add_argument(
+        "--base-port",
+        type=int,
+        default=DEFAULT_BASE_PORT,
+        metavar="P",
+        help="node K listens on port P+K-1 (default %(default)s)",
+    )
+    init.add_argument(
+        "--cluster", default="farm", help="cluster name, in the handshake's path (default %(default)s)"
+    )
+    init.add_argument(
+        "--username", default="farm", help="the username nodes authenticate as (default %(default)s)"
+    )
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing farm in DIR (with a new CA) and skip the free-port check",
+    )
+    init.set_defaults(run=run_init)

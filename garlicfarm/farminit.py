@@ -1,0 +1,165 @@
+"""A ready local farm in one directory: a CA, one certificate and TOML configuration per node, credentials.
+
+Every node listens on 127.0.0.1 (node K on ``base_port + K - 1``) and lists all nodes as peers, so
+starting each ``node-K.toml`` gives a working farm. ``ca.key`` stays in the directory, so that an
+operator can sign certificates for nodes added later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+from garlicfarm.tls import issue_node, new_ca, write_certified_key, write_file
+
+HOST = "127.0.0.1"
+DEFAULT_BASE_PORT = 9001
+MAX_NODES = 255
+
+# The cluster name is a path segment of the handshake's request target (see garlicfarm.handshake.config).
+_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+# The username goes into Digest quoted-strings: printable ASCII, without the quote and backslash.
+_USERNAME = re.compile(r"[ !#-\[\]-~]+")
+
+
+class InitError(Exception):
+    """A one-line error for the user (bad option, busy port, existing farm); nothing was written."""
+
+
+@attrs.frozen
+class FarmSpec:
+    directory: Path
+    nodes: int
+    base_port: int = DEFAULT_BASE_PORT
+    cluster: str = "farm"
+    username: str = "farm"
+
+    def port(self, node: int) -> int:
+        return self.base_port + node - 1
+
+    def endpoint(self, node: int) -> str:
+        return f"tcp://{HOST}:{self.port(node)}"
+
+    def node_files(self, node: int) -> list[Path]:
+        return [self.directory / f"node-{node}{suffix}" for suffix in (".key", ".pem", ".toml")]
+
+    def files(self) -> list[Path]:
+        """Every file :func:`create_farm` writes, in the order it writes them."""
+        shared = [self.directory / name for name in ("ca.key", "ca.pem", "credentials")]
+        return shared + [f for k in range(1, self.nodes + 1) for f in self.node_files(k)]
+
+
+@attrs.frozen
+class Farm:
+    spec: FarmSpec
+    files: tuple[Path, ...]
+    #: what ``--force`` left of an earlier farm: files of nodes beyond ``nodes``, and data directories
+    stale: tuple[Path, ...] = ()
+
+    @property
+    def configs(self) -> tuple[Path, ...]:
+        return tuple(f for f in self.files if f.suffix == ".toml")
+
+
+def validate(spec: FarmSpec) -> None:
+    if not 1 <= spec.nodes <= MAX_NODES:
+        raise InitError(f"--nodes must be from 1 to {MAX_NODES}, not {spec.nodes}")
+    if spec.base_port < 1 or spec.port(spec.nodes) > 65535:
+        raise InitError(f"ports {spec.base_port}..{spec.port(spec.nodes)} do not fit in 1..65535")
+    if not _SEGMENT.fullmatch(spec.cluster) or spec.cluster in {".", ".."}:
+        raise InitError(f"--cluster must be letters, digits or '._~-', not {spec.cluster!r}")
+    if not _USERNAME.fullmatch(spec.username):
+        raise InitError(f"--username must be printable ASCII without '\"' or '\\', not {spec.username!r}")
+
+
+def busy_ports(ports: Iterable[int], host: str = HOST) -> list[int]:
+    """The ports a server could not listen on now."""
+    busy = []
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As Twisted's listenTCP does: connections in TIME_WAIT do not keep a server from listening.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError:
+                busy.append(port)
+    return busy
+
+
+def node_config(spec: FarmSpec, node: int) -> str:
+    """``node-K.toml``, as :func:`garlicfarm.config.load_config` reads it."""
+
+    def q(value: str) -> str:
+        return json.dumps(value)  # a JSON string of printable ASCII is a TOML basic string
+
+    peers = "".join(f"{k} = {q(spec.endpoint(k))}\n" for k in range(1, spec.nodes + 1))
+    return (
+        f"# Garlic Farm node {node} of {spec.nodes}, written by `garlicfarm init`.\n"
+        "# Relative paths are relative to this file's directory.\n"
+        "\n[node]\n"
+        f"id = {node}\n"
+        f"cluster = {q(spec.cluster)}\n"
+        f"endpoint = {q(spec.endpoint(node))}\n"
+        "# A plain Twisted endpoint: the node adds TLS from [tls].\n"
+        f"listen = {q(f'tcp:{spec.port(node)}:interface={HOST}')}\n"
+        f"data_dir = {q(f'node-{node}')}\n"
+        "\n[auth]\n"
+        f"username = {q(spec.username)}\n"
+        'password_file = "credentials"\n'
+        "\n[tls]\n"
+        'ca = "ca.pem"\n'
+        f"cert = {q(f'node-{node}.pem')}\n"
+        f"key = {q(f'node-{node}.key')}\n"
+        "\n# The members the farm starts with: id = endpoint.\n"
+        "[peers]\n"
+        f"{peers}"
+    )
+
+
+def _earlier(spec: FarmSpec) -> list[Path]:
+    """What an earlier farm left in the directory: its files, and nodes' data directories (Raft state)."""
+    if not spec.directory.is_dir():
+        return []
+    shared = [p for p in (spec.directory / n for n in ("ca.key", "ca.pem", "credentials")) if p.exists()]
+    return sorted([*shared, *spec.directory.glob("node-*")])
+
+
+def create_farm(spec: FarmSpec, *, force: bool = False) -> Farm:
+    """Write the farm described by ``spec``. Without ``force``, refuses to replace an existing farm's
+    files and to use ports that are busy now; with it, overwrites and does not check ports."""
+    validate(spec)
+    if spec.directory.exists() and not spec.directory.is_dir():
+        raise InitError(f"{spec.directory} exists and is not a directory")
+    if not force:
+        earlier = _earlier(spec)
+        if earlier:
+            raise InitError(
+                f"{spec.directory} already holds a farm ({earlier[0].name} exists); "
+                "use another directory, or --force to replace it (a new CA: old certificates stop working)"
+            )
+        ports = [spec.port(k) for k in range(1, spec.nodes + 1)]
+        busy = busy_ports(ports)
+        if busy:
+            which = ", ".join(f"{p} (node {p - spec.base_port + 1})" for p in busy)
+            verb = "port {} is" if len(busy) == 1 else "ports {} are"
+            raise InitError(
+                f"{verb.format(which)} in use on {HOST}; "
+                "choose another --base-port, or --force to skip this check"
+            )
+    spec.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d = spec.directory
+    ca = new_ca(f"garlicfarm {spec.cluster} CA")
+    write_certified_key(ca, d / "ca.pem", d / "ca.key", overwrite=force)
+    write_file(d / "credentials", (secrets.token_urlsafe(32) + "\n").encode(), 0o600, overwrite=force)
+    for k in range(1, spec.nodes + 1):
+        key, cert, config = spec.node_files(k)
+        write_certified_key(issue_node(ca, f"node-{k}"), cert, key, overwrite=force)
+        write_file(config, node_config(spec, k).encode(), 0o644, overwrite=force)
+    written = spec.files()
+    return Farm(spec, tuple(written), tuple(p for p in _earlier(spec) if p not in written))
