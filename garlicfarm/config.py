@@ -30,6 +30,12 @@ tick_ms = 50
 election_ticks = 10
 heartbeat_ticks = 2
 snapshot_every = 5000
+
+[limits]                                   # all optional
+handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade
+idle_timeout = 600.0                       # an inbound link silent this long is dropped
+max_inbound = 256                          # concurrent inbound connections
+max_entries_size = 16777216                # bytes of log entries in one request
 ```
 """
 
@@ -73,6 +79,10 @@ class NodeConfig:
     tick_seconds: float = 0.05
     raft: RaftOptions = RaftOptions()
     snapshot_every: int = 5000
+    handshake_timeout: float = 10.0
+    idle_timeout: float = 600.0
+    max_inbound: int = 256
+    max_entries_size: int = 16 * 1024 * 1024
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def password(self) -> str:
@@ -144,7 +154,8 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         )
     except ValueError as e:
         raise ConfigError(f"{path}: [raft] {e}") from None
-    known = {"node", "auth", "tls", "peers", "raft"}
+    limits = reader.table("limits", required=False)
+    known = {"node", "auth", "tls", "peers", "raft", "limits"}
     return NodeConfig(
         path=path,
         id=server_id,
@@ -159,6 +170,12 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         tick_seconds=tick_ms / 1000,
         raft=options,
         snapshot_every=reader.integer(raft, "raft", "snapshot_every", 10, 10**9, default=5000),
+        handshake_timeout=reader.number(limits, "limits", "handshake_timeout", 0.1, 3600, 10.0),
+        idle_timeout=reader.number(limits, "limits", "idle_timeout", 1, 10**7, 600.0),
+        max_inbound=reader.integer(limits, "limits", "max_inbound", 1, 100_000, default=256),
+        max_entries_size=reader.integer(
+            limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
+        ),
         extra={k: v for k, v in raw.items() if k not in known},
     )
 
@@ -200,6 +217,14 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{self.path}: [{section}] {key} must be a list of strings")
         return value
+
+    def number(
+        self, table: Mapping[str, Any], section: str, key: str, low: float, high: float, default: float
+    ) -> float:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise ConfigError(f"{self.path}: [{section}] {key} must be a number from {low} to {high}")
+        return float(value)
 
     def integer(
         self,

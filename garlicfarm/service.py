@@ -26,7 +26,7 @@ from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver, StateMachine
 from garlicfarm.storage.snapshots import FileSnapshotStore
 from garlicfarm.storage.sqlite import SQLiteLogStore
-from garlicfarm.wire import ClusterServer, Configuration, Request, Response
+from garlicfarm.wire import ClusterServer, Configuration, Limits, Request, Response
 
 LEADER_HEADER = "GarlicFarm-Leader"
 MEMBERS_HEADER = "GarlicFarm-Members"
@@ -63,7 +63,6 @@ class GarlicFarmService(MultiService):
         reactor: Any = None,
         state_machine: StateMachine | None = None,
         limits: ConnectionLimits | None = None,
-        max_inbound: int = 256,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         if reactor is None:
@@ -72,7 +71,11 @@ class GarlicFarmService(MultiService):
             reactor = default_reactor
         self.reactor: IReactorTime & IReactorTCP & IReactorCore = reactor  # type: ignore[valid-type]
         self.config = config
-        self.limits = limits or ConnectionLimits()
+        self.limits = limits or ConnectionLimits(
+            handshake_timeout=config.handshake_timeout,
+            idle_timeout=config.idle_timeout,
+            wire=Limits(max_entries_size=config.max_entries_size),
+        )
         password = config.password()
         self._password = password
         config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +112,7 @@ class GarlicFarmService(MultiService):
         self.server_config = ServerConfig(
             credentials={config.username: password}, cluster=config.cluster, realm=config.cluster
         )
-        self.inbound = InboundFactory(self._make_connection, max_inbound)
+        self.inbound = InboundFactory(self._make_connection, config.max_inbound)
         self.listener = StreamServerEndpointService(self._server_endpoint(), self.inbound)
         self.listener._raiseSynchronously = True  # a failed bind fails loudly at start, never spins
         self.listener.setServiceParent(self)
