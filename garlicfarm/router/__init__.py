@@ -1,0 +1,1 @@
+"""The router seam: what the farm needs from the local I2P router, and its implementations."""
