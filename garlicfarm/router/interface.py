@@ -34,7 +34,9 @@ class RouterStatus:
 
     @property
     def healthy(self) -> bool:
-        return self.net_status in ("OK", "TESTING", "FIREWALLED", "HIDDEN") or self.net_status.startswith("WARN")
+        return self.net_status in ("OK", "TESTING", "FIREWALLED", "HIDDEN") or self.net_status.startswith(
+            "WARN"
+        )
 
 
 @attrs.frozen
