@@ -1,0 +1,1 @@
+"""The application layer: status records, the common algorithm, the replicated farm state."""

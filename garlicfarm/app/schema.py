@@ -1,0 +1,265 @@
+"""The status record schema (version 1), and its validation.
+
+Every member periodically commits one of these (UTF-8 JSON in an Application entry). Validation is a
+pure function of the bytes, so every server reaches the same verdict on a committed entry: a record
+that breaks the schema is rejected the same way everywhere, recorded, and never crashes anything.
+See docs/protocol.md, "Application layer", for the schema in full.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+SCHEMA_VERSION = 1
+MAX_RECORD_BYTES = 64 * 1024
+MAX_DEPTH = 8
+MAX_DESTINATIONS = 64
+MAX_BLOCKLIST = 256
+MAX_STRING = 4096
+MAX_INT = 2**53
+PUBLISH_CONFIGS = ("off", "on", "auto")
+
+
+class SchemaError(ValueError):
+    """A record that breaks the schema; the message says where (a dotted path) and why."""
+
+
+@attrs.frozen
+class Destination:
+    destination: str
+    uptime: int = 0
+    tunnelsConfigured: int = 0  # noqa: N815 - the wire names are camelCase, as the proposal's
+    tunnelsCurrent: int = 0  # noqa: N815
+    bandwidthConfigured: int = 0  # noqa: N815
+    bandwidthCurrent: int = 0  # noqa: N815
+    connectionsConfigured: int = 0  # noqa: N815
+    connectionsCurrent: int = 0  # noqa: N815
+    blocklist: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class RouterSection:
+    uptime: int = 0
+    netStatus: str = "UNKNOWN"  # noqa: N815
+    jobLag: int = 0  # noqa: N815
+    exploratoryTunnels: int = 0  # noqa: N815
+    participatingTunnels: int = 0  # noqa: N815
+    bandwidthConfigured: int = 0  # noqa: N815
+    bandwidthCurrent: int = 0  # noqa: N815
+    lastPublishedRI: str | None = None  # noqa: N815
+
+
+@attrs.frozen
+class MetaSection:
+    destination: str | None = None
+    lastPublishedLS: str | None = None  # noqa: N815
+    lastPublishedTime: int = 0  # noqa: N815
+    publishConfig: str = "auto"  # noqa: N815
+    publishing: bool = False
+
+
+@attrs.frozen
+class StatusRecord:
+    cluster: str
+    date: int
+    id: int
+    version: int = SCHEMA_VERSION
+    meta: MetaSection = MetaSection()
+    router: RouterSection = RouterSection()
+    destinations: tuple[Destination, ...] = ()
+    config: dict[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+
+
+@attrs.frozen
+class AdminCommand:
+    """An operator's command committed through the log: exclude or re-include a destination."""
+
+    cluster: str
+    date: int
+    action: str  # "exclude" | "include"
+    destination: str
+
+
+Entry = StatusRecord | AdminCommand
+
+
+def parse_entry(data: bytes, cluster: str) -> Entry:
+    """The record or admin command in ``data``, or :class:`SchemaError`."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise SchemaError(f"record is {len(data)} bytes, more than {MAX_RECORD_BYTES}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SchemaError(f"not UTF-8 at byte {e.start}") from None
+    try:
+        raw = json.loads(text)
+    except RecursionError:
+        raise SchemaError(f"nested deeper than {MAX_DEPTH}") from None
+    except ValueError as e:
+        raise SchemaError(f"not JSON: {e}") from None
+    _check_depth(raw)
+    if not isinstance(raw, dict):
+        raise SchemaError("a record is a JSON object")
+    if raw.get("cluster") != cluster:
+        raise SchemaError(f"cluster: {raw.get('cluster')!r} is not this farm ({cluster!r})")
+    if "admin" in raw:
+        return _admin(raw, cluster)
+    return _status(raw, cluster)
+
+
+def _check_depth(value: Any) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SchemaError(f"nested deeper than {MAX_DEPTH}")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+def _status(raw: dict[str, Any], cluster: str) -> StatusRecord:
+    version = _int(raw, "version", "version", default=SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"version: {version} is not a schema this server reads ({SCHEMA_VERSION})")
+    meta = _section(raw, "meta")
+    router = _section(raw, "router")
+    config = raw.get("config", {})
+    if not isinstance(config, dict):
+        raise SchemaError("config: must be an object")
+    destinations = raw.get("destinations", [])
+    if not isinstance(destinations, list):
+        raise SchemaError("destinations: must be a list")
+    if len(destinations) > MAX_DESTINATIONS:
+        raise SchemaError(f"destinations: {len(destinations)} entries, more than {MAX_DESTINATIONS}")
+    publish_config = _str(meta, "meta.publishConfig", "publishConfig", default="auto")
+    if publish_config not in PUBLISH_CONFIGS:
+        raise SchemaError(f"meta.publishConfig: {publish_config!r} is not off, on or auto")
+    publishing = meta.get("publishing", False)
+    if not isinstance(publishing, bool):
+        raise SchemaError("meta.publishing: must be true or false")
+    server_id = _int(raw, "id", "id")
+    if not 1 <= server_id < 2**31:
+        raise SchemaError(f"id: {server_id} is not a server id")
+    return StatusRecord(
+        cluster=cluster,
+        date=_int(raw, "date", "date"),
+        id=server_id,
+        version=version,
+        meta=MetaSection(
+            destination=_str(meta, "meta.destination", "destination", default=None),
+            lastPublishedLS=_str(meta, "meta.lastPublishedLS", "lastPublishedLS", default=None),
+            lastPublishedTime=_int(meta, "meta.lastPublishedTime", "lastPublishedTime", default=0),
+            publishConfig=publish_config,
+            publishing=publishing,
+        ),
+        router=RouterSection(
+            uptime=_int(router, "router.uptime", "uptime", default=0),
+            netStatus=_str(router, "router.netStatus", "netStatus", default="UNKNOWN") or "UNKNOWN",
+            jobLag=_int(router, "router.jobLag", "jobLag", default=0),
+            exploratoryTunnels=_int(router, "router.exploratoryTunnels", "exploratoryTunnels", default=0),
+            participatingTunnels=_int(
+                router, "router.participatingTunnels", "participatingTunnels", default=0
+            ),
+            bandwidthConfigured=_int(router, "router.bandwidthConfigured", "bandwidthConfigured", default=0),
+            bandwidthCurrent=_int(router, "router.bandwidthCurrent", "bandwidthCurrent", default=0),
+            lastPublishedRI=_str(router, "router.lastPublishedRI", "lastPublishedRI", default=None),
+        ),
+        destinations=tuple(_destination(d, f"destinations[{i}]") for i, d in enumerate(destinations)),
+        config=config,
+    )
+
+
+def _destination(raw: Any, path: str) -> Destination:
+    if not isinstance(raw, dict):
+        raise SchemaError(f"{path}: must be an object")
+    blocklist = raw.get("blocklist", [])
+    if not isinstance(blocklist, list) or len(blocklist) > MAX_BLOCKLIST:
+        raise SchemaError(f"{path}.blocklist: must be a list of at most {MAX_BLOCKLIST} strings")
+    for i, item in enumerate(blocklist):
+        if not isinstance(item, str) or len(item) > MAX_STRING:
+            raise SchemaError(f"{path}.blocklist[{i}]: must be a string")
+    numbers = {
+        name: _int(raw, f"{path}.{name}", name, default=0)
+        for name in (
+            "uptime",
+            "tunnelsConfigured",
+            "tunnelsCurrent",
+            "bandwidthConfigured",
+            "bandwidthCurrent",
+            "connectionsConfigured",
+            "connectionsCurrent",
+        )
+    }
+    return Destination(
+        destination=_str(raw, f"{path}.destination", "destination"), blocklist=tuple(blocklist), **numbers
+    )
+
+
+def _admin(raw: dict[str, Any], cluster: str) -> AdminCommand:
+    command = _section(raw, "admin")
+    action = _str(command, "admin.action", "action")
+    if action not in ("exclude", "include"):
+        raise SchemaError(f"admin.action: {action!r} is not exclude or include")
+    return AdminCommand(
+        cluster, _int(raw, "date", "date"), action, _str(command, "admin.destination", "destination")
+    )
+
+
+def _section(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise SchemaError(f"{key}: must be an object")
+    return value
+
+
+_MISSING: Any = object()
+
+
+def _int(raw: dict[str, Any], path: str, key: str, default: int | None = None) -> int:
+    value = raw.get(key, _MISSING)
+    if value is _MISSING:
+        if default is None:
+            raise SchemaError(f"{path}: missing")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
+        raise SchemaError(f"{path}: must be an integer from 0 to 2^53")
+    return value
+
+
+def _str(raw: dict[str, Any], path: str, key: str, default: Any = _MISSING) -> Any:
+    value = raw.get(key, _MISSING)
+    if value is _MISSING or value is None:
+        if default is _MISSING:
+            raise SchemaError(f"{path}: missing")
+        return default
+    if not isinstance(value, str) or len(value) > MAX_STRING:
+        raise SchemaError(f"{path}: must be a string of at most {MAX_STRING} characters")
+    return value
+
+
+def record_to_json(record: StatusRecord) -> dict[str, Any]:
+    """The canonical JSON object of a record (what the archive and snapshots store)."""
+    out: dict[str, Any] = attrs.asdict(record, recurse=True)
+    out["destinations"] = [dict(d, blocklist=list(d["blocklist"])) for d in out["destinations"]]
+    return out
+
+
+def record_from_json(raw: dict[str, Any]) -> StatusRecord:
+    """The inverse of :func:`record_to_json` (for snapshots: trusted, already validated input)."""
+    return StatusRecord(
+        cluster=raw["cluster"],
+        date=raw["date"],
+        id=raw["id"],
+        version=raw["version"],
+        meta=MetaSection(**raw["meta"]),
+        router=RouterSection(**raw["router"]),
+        destinations=tuple(
+            Destination(**dict(d, blocklist=tuple(d["blocklist"]))) for d in raw["destinations"]
+        ),
+        config=raw["config"],
+    )

@@ -1,0 +1,114 @@
+"""The common algorithm: who publishes the Meta LS2, and what it holds. Pure and deterministic.
+
+Every server runs it over the same committed log and reaches the same answer; the Spark pipeline
+imports this module to compute the same answer offline. Integer arithmetic only, no clock: time is the
+log's own (the newest ``date`` committed so far), so replaying a log gives the same result anywhere.
+
+Publisher: among *eligible* members — a configuration member whose latest record is fresh (at most
+``FRESH_MS`` older than the log's time), whose ``publishConfig`` is not ``off`` and whose router is
+healthy — the one with the best score; ``publishConfig = on`` ranks above ``auto``. Hysteresis: the
+current publisher keeps the role while it is eligible and its score is within ``HYSTERESIS_PERCENT``
+of the best, so close scores do not make the role flap. Ties go to the lowest id.
+
+Score (higher is better):
+    10 per hour of router uptime (at most a week)
+  + participating tunnels / 10 (at most 500)
+  + current bandwidth in KB/s / 10 (at most 1000)
+  - job lag in ms / 10 (at most 1000)
+
+Meta LS2 contents: the destinations of fresh members with healthy routers, except excluded ones and
+those with no current tunnels, each weighted 1..100 by its tunnels, bandwidth and uptime; the best
+``MAX_LEASES`` by weight (ties by destination), heaviest first. A destination reported by several
+members keeps its highest weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from garlicfarm.app.schema import Destination, StatusRecord
+
+FRESH_MS = 180_000
+HYSTERESIS_PERCENT = 20
+MAX_LEASES = 16
+HEALTHY_NET_STATUS = frozenset({"OK", "TESTING", "FIREWALLED", "HIDDEN"})
+
+
+@attrs.frozen
+class Lease:
+    destination: str
+    weight: int
+
+
+def healthy(record: StatusRecord) -> bool:
+    status = record.router.netStatus
+    return status in HEALTHY_NET_STATUS or status.startswith("WARN")
+
+
+def fresh(record: StatusRecord, now: int) -> bool:
+    return now - record.date <= FRESH_MS
+
+
+def score(record: StatusRecord) -> int:
+    router = record.router
+    return (
+        min(router.uptime // 3_600_000, 168) * 10
+        + min(router.participatingTunnels, 5000) // 10
+        + min(router.bandwidthCurrent // 1024, 10_000) // 10
+        - min(router.jobLag, 10_000) // 10
+    )
+
+
+def rank(record: StatusRecord) -> tuple[int, int]:
+    """What the publisher choice maximises: an operator's ``on`` first, then the score."""
+    return (1 if record.meta.publishConfig == "on" else 0, score(record))
+
+
+def eligible(record: StatusRecord, now: int, members: frozenset[int]) -> bool:
+    return (
+        record.id in members and fresh(record, now) and record.meta.publishConfig != "off" and healthy(record)
+    )
+
+
+def choose_publisher(
+    latest: Mapping[int, StatusRecord], now: int, members: frozenset[int], current: int | None
+) -> int | None:
+    candidates = [r for r in latest.values() if eligible(r, now, members)]
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda r: (rank(r), -r.id))
+    incumbent = latest.get(current) if current is not None else None
+    if incumbent is not None and eligible(incumbent, now, members):
+        on_best, score_best = rank(best)
+        on_current, score_current = rank(incumbent)
+        close = score_current * 100 >= score_best * (100 - HYSTERESIS_PERCENT) or score_best <= 0
+        if on_current >= on_best and close:
+            return incumbent.id
+    return best.id
+
+
+def weight(destination: Destination) -> int:
+    value = (
+        min(destination.tunnelsCurrent, 16) * 4
+        + min(destination.bandwidthCurrent // 1024, 1000) // 40
+        + min(destination.uptime // 3_600_000, 24)
+    )
+    return max(1, min(100, value))
+
+
+def meta_ls(latest: Mapping[int, StatusRecord], now: int, excluded: Iterable[str]) -> tuple[Lease, ...]:
+    banned = set(excluded)
+    best: dict[str, int] = {}
+    for record in latest.values():
+        if not (fresh(record, now) and healthy(record)):
+            continue
+        for destination in record.destinations:
+            if destination.destination in banned or destination.tunnelsCurrent <= 0:
+                continue
+            w = weight(destination)
+            if w > best.get(destination.destination, 0):
+                best[destination.destination] = w
+    ordered = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(Lease(d, w) for d, w in ordered[:MAX_LEASES])

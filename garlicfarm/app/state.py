@@ -1,0 +1,148 @@
+"""The farm's replicated application state, fed by committed log entries.
+
+It holds each member's latest status record, the configuration's members, excluded destinations, the
+current Meta LS2 publisher and contents, and a bounded record of rejected entries. Everything is a pure
+function of the log prefix, so every server computes the same state; ``snapshot`` is canonical JSON
+(deterministic bytes), as log compaction and snapshot transfer require.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from garlicfarm.app import scoring
+from garlicfarm.app.schema import (
+    AdminCommand,
+    SchemaError,
+    StatusRecord,
+    parse_entry,
+    record_from_json,
+    record_to_json,
+)
+from garlicfarm.wire.payloads import Application, Configuration, LogEntry
+
+MAX_REJECTS_KEPT = 100
+
+
+@attrs.frozen
+class Rejection:
+    index: int
+    reason: str
+
+
+class FarmState:
+    """Implements the driver's ``StateMachine`` seam."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.index = 0
+        #: the log's time: the newest date committed so far
+        self.now = 0
+        self.members: frozenset[int] = frozenset()
+        self.latest: dict[int, StatusRecord] = {}
+        self.excluded: set[str] = set()
+        self.publisher: int | None = None
+        self.leases: tuple[scoring.Lease, ...] = ()
+        self.rejected = 0
+        self.duplicates = 0
+        self.rejects: deque[Rejection] = deque(maxlen=MAX_REJECTS_KEPT)
+        #: called with (index, record) for every accepted status record: the telemetry archive
+        self.on_record: list[Callable[[int, StatusRecord], None]] = []
+        #: called with (publisher, leases) when either changes
+        self.on_change: list[Callable[[int | None, tuple[scoring.Lease, ...]], None]] = []
+
+    # ------------------------------------------------------------------------------------------ apply
+
+    def apply(self, index: int, entry: LogEntry) -> None:
+        self.index = index
+        value = entry.value
+        if isinstance(value, Configuration):
+            self.members = value.ids()
+        elif isinstance(value, Application):
+            try:
+                parsed = parse_entry(value.data, self.cluster)
+            except SchemaError as e:
+                self.rejected += 1
+                self.rejects.append(Rejection(index, str(e)))
+                return
+            if isinstance(parsed, AdminCommand):
+                self._admin(parsed)
+            elif not self._status(index, parsed):
+                return
+        else:
+            return
+        self._decide()
+
+    def _status(self, index: int, record: StatusRecord) -> bool:
+        previous = self.latest.get(record.id)
+        if previous is not None and record.date <= previous.date:
+            self.duplicates += 1  # a repeat (or an older report): applied once only
+            return False
+        self.latest[record.id] = record
+        self.now = max(self.now, record.date)
+        for callback in self.on_record:
+            callback(index, record)
+        return True
+
+    def _admin(self, command: AdminCommand) -> None:
+        self.now = max(self.now, command.date)
+        if command.action == "exclude":
+            self.excluded.add(command.destination)
+        else:
+            self.excluded.discard(command.destination)
+
+    def _decide(self) -> None:
+        publisher = scoring.choose_publisher(self.latest, self.now, self.members, self.publisher)
+        leases = scoring.meta_ls(self.latest, self.now, self.excluded)
+        if (publisher, leases) != (self.publisher, self.leases):
+            self.publisher, self.leases = publisher, leases
+            for callback in self.on_change:
+                callback(publisher, leases)
+
+    # ------------------------------------------------------------------------------------------ views
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "publisher": self.publisher,
+            "meta_ls": [{"destination": lease.destination, "weight": lease.weight} for lease in self.leases],
+        }
+
+    # ------------------------------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> bytes:
+        state = {
+            "version": 1,
+            "cluster": self.cluster,
+            "index": self.index,
+            "now": self.now,
+            "members": sorted(self.members),
+            "latest": [record_to_json(self.latest[k]) for k in sorted(self.latest)],
+            "excluded": sorted(self.excluded),
+            "publisher": self.publisher,
+            "rejected": self.rejected,
+            "duplicates": self.duplicates,
+            "rejects": [[r.index, r.reason] for r in self.rejects],
+        }
+        return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def restore(self, data: bytes) -> None:
+        state = json.loads(data)
+        if state.get("version") != 1 or state.get("cluster") != self.cluster:
+            raise ValueError("not a snapshot of this farm's application state")
+        self.index = state["index"]
+        self.now = state["now"]
+        self.members = frozenset(state["members"])
+        self.latest = {r["id"]: record_from_json(r) for r in state["latest"]}
+        self.excluded = set(state["excluded"])
+        self.publisher = state["publisher"]
+        self.leases = scoring.meta_ls(self.latest, self.now, self.excluded)
+        self.rejected = state["rejected"]
+        self.duplicates = state["duplicates"]
+        self.rejects = deque((Rejection(i, why) for i, why in state["rejects"]), maxlen=MAX_REJECTS_KEPT)
+        for callback in self.on_change:
+            callback(self.publisher, self.leases)

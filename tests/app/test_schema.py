@@ -1,0 +1,109 @@
+"""Status records: what passes, and every way to fail — the same verdict on every server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from garlicfarm.app.schema import (
+    AdminCommand,
+    SchemaError,
+    StatusRecord,
+    parse_entry,
+    record_from_json,
+    record_to_json,
+)
+from tests.app.records import record
+
+
+def parse(value: object) -> object:
+    return parse_entry(json.dumps(value).encode(), "farm")
+
+
+def test_a_full_record_parses_and_round_trips() -> None:
+    parsed = parse(record(3, 1000))
+    assert isinstance(parsed, StatusRecord)
+    assert (parsed.id, parsed.date, parsed.router.netStatus) == (3, 1000, "OK")
+    assert record_from_json(json.loads(json.dumps(record_to_json(parsed)))) == parsed
+
+
+def test_optional_sections_default() -> None:
+    parsed = parse({"cluster": "farm", "date": 5, "id": 1})
+    assert isinstance(parsed, StatusRecord)
+    assert parsed.meta.publishConfig == "auto" and parsed.destinations == ()
+
+
+def test_admin_commands() -> None:
+    parsed = parse({"cluster": "farm", "date": 9, "admin": {"action": "exclude", "destination": "abc"}})
+    assert parsed == AdminCommand("farm", 9, "exclude", "abc")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1, 2], "a record is a JSON object"),
+        ({"cluster": "other", "date": 1, "id": 1}, "is not this farm"),
+        ({"cluster": "farm", "id": 1}, "date: missing"),
+        ({"cluster": "farm", "date": "yesterday", "id": 1}, "date: must be an integer"),
+        ({"cluster": "farm", "date": -5, "id": 1}, "date: must be an integer"),
+        ({"cluster": "farm", "date": 1, "id": 0}, "id: 0 is not a server id"),
+        ({"cluster": "farm", "date": 1, "id": True}, "id: must be an integer"),
+        ({"cluster": "farm", "date": 1, "id": 1, "version": 2}, "version: 2"),
+        ({"cluster": "farm", "date": 1, "id": 1, "meta": []}, "meta: must be an object"),
+        ({"cluster": "farm", "date": 1, "id": 1, "meta": {"publishConfig": "always"}}, "publishConfig"),
+        ({"cluster": "farm", "date": 1, "id": 1, "meta": {"publishing": "yes"}}, "publishing"),
+        ({"cluster": "farm", "date": 1, "id": 1, "router": {"uptime": 1.5}}, "router.uptime"),
+        ({"cluster": "farm", "date": 1, "id": 1, "destinations": {}}, "destinations: must be a list"),
+        ({"cluster": "farm", "date": 1, "id": 1, "destinations": [{"destination": "d"}] * 65}, "65 entries"),
+        (
+            {"cluster": "farm", "date": 1, "id": 1, "destinations": [{}]},
+            "destinations[0].destination: missing",
+        ),
+        (
+            {
+                "cluster": "farm",
+                "date": 1,
+                "id": 1,
+                "destinations": [{"destination": "d", "blocklist": ["x"] * 300}],
+            },
+            "blocklist",
+        ),
+        ({"cluster": "farm", "date": 1, "admin": {"action": "nuke", "destination": "d"}}, "admin.action"),
+        (
+            {
+                "cluster": "farm",
+                "date": 1,
+                "id": 1,
+                "config": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}},
+            },
+            "nested",
+        ),
+    ],
+)
+def test_bad_records(value: object, message: str) -> None:
+    with pytest.raises(SchemaError, match=re.escape(message)):
+        parse(value)
+
+
+def test_hostile_bytes() -> None:
+    with pytest.raises(SchemaError, match="not UTF-8 at byte 1"):
+        parse_entry(b"{\xff}", "farm")
+    with pytest.raises(SchemaError, match="not JSON"):
+        parse_entry(b"{", "farm")
+    with pytest.raises(SchemaError, match="nested deeper"):
+        parse_entry(b"[" * 20_000 + b"]" * 20_000, "farm")
+    with pytest.raises(SchemaError, match="more than 65536"):
+        parse_entry(b" " * 70_000, "farm")
+    with pytest.raises(SchemaError, match="nested deeper"):
+        parse_entry(b'{"cluster":"farm","date":1,"id":1,"config":' + b"[" * 60 + b"]" * 60 + b"}", "farm")
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_give_a_record_or_a_schema_error(data: bytes) -> None:
+    with contextlib.suppress(SchemaError):
+        parse_entry(data, "farm")

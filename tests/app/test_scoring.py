@@ -1,0 +1,101 @@
+"""The common algorithm's rules, one per test."""
+
+from __future__ import annotations
+
+import json
+
+from garlicfarm.app import scoring
+from garlicfarm.app.schema import StatusRecord, parse_entry
+from tests.app.records import HOUR, record
+
+MEMBERS = frozenset({1, 2, 3})
+
+
+def rec(server: int, date: int = 1_000_000, **kw: object) -> StatusRecord:
+    parsed = parse_entry(json.dumps(record(server, date, **kw)).encode(), "farm")  # type: ignore[arg-type]
+    assert isinstance(parsed, StatusRecord)
+    return parsed
+
+
+def latest(*records: StatusRecord) -> dict[int, StatusRecord]:
+    return {r.id: r for r in records}
+
+
+def test_best_score_publishes_not_necessarily_the_leader() -> None:
+    records = latest(rec(1, uptime_h=1), rec(2, uptime_h=100), rec(3, uptime_h=10))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 2
+
+
+def test_ties_go_to_the_lowest_id() -> None:
+    assert scoring.choose_publisher(latest(rec(3), rec(2)), 1_000_000, MEMBERS, None) == 2
+
+
+def test_stale_records_are_not_eligible() -> None:
+    now = 1_000_000 + scoring.FRESH_MS + 1
+    records = latest(rec(1, uptime_h=100), rec(2, date=now, uptime_h=1))
+    assert scoring.choose_publisher(records, now, MEMBERS, None) == 2
+
+
+def test_off_never_publishes_and_on_outranks_auto() -> None:
+    records = latest(
+        rec(1, uptime_h=100, publish="off"), rec(2, uptime_h=1, publish="on"), rec(3, uptime_h=50)
+    )
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 2
+
+
+def test_an_unhealthy_router_is_not_eligible() -> None:
+    records = latest(rec(1, uptime_h=100, net="ERROR_I2CP"), rec(2, uptime_h=1))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 2
+
+
+def test_non_members_are_not_eligible() -> None:
+    assert scoring.choose_publisher(latest(rec(9, uptime_h=100), rec(1)), 1_000_000, MEMBERS, None) == 1
+
+
+def test_nobody_eligible() -> None:
+    assert scoring.choose_publisher(latest(rec(1, net="ERROR")), 1_000_000, MEMBERS, None) is None
+
+
+def test_hysteresis_keeps_a_close_incumbent() -> None:
+    records = latest(rec(1, uptime_h=90), rec(2, uptime_h=100))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 1  # within 20 %
+    records = latest(rec(1, uptime_h=10), rec(2, uptime_h=100))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 2  # far behind
+
+
+def test_score_components() -> None:
+    base = scoring.score(rec(1, uptime_h=0, tunnels=0, bandwidth=0))
+    assert scoring.score(rec(1, uptime_h=2, tunnels=0, bandwidth=0)) == base + 20
+    assert scoring.score(rec(1, uptime_h=0, tunnels=100, bandwidth=0)) == base + 10
+    assert scoring.score(rec(1, uptime_h=0, tunnels=0, bandwidth=0, lag=500)) == base - 50
+    assert scoring.score(rec(1, uptime_h=10_000, tunnels=0, bandwidth=0)) == base + 1680  # capped at a week
+
+
+def dest(name: str, tunnels: int = 4, bandwidth: int = 0, uptime_h: int = 1) -> dict[str, object]:
+    return {
+        "destination": name,
+        "tunnelsCurrent": tunnels,
+        "bandwidthCurrent": bandwidth,
+        "uptime": uptime_h * HOUR,
+    }
+
+
+def test_meta_ls_weights_exclusion_and_order() -> None:
+    records = latest(
+        rec(1, destinations=[dest("a", tunnels=8), dest("b", tunnels=2)]),
+        rec(2, destinations=[dest("c", tunnels=0), dest("a", tunnels=1)]),
+        rec(3, net="ERROR", destinations=[dest("z", tunnels=16)]),
+    )
+    leases = scoring.meta_ls(records, 1_000_000, excluded={"b"})
+    assert [lease.destination for lease in leases] == [
+        "a"
+    ]  # b excluded, c has no tunnels, z's router is down
+    assert leases[0].weight == 8 * 4 + 1  # the better of the two reports of "a"
+
+
+def test_meta_ls_is_capped_and_deterministic() -> None:
+    records = latest(rec(1, destinations=[dest(f"d{i:02}", tunnels=1 + i % 5) for i in range(40)]))
+    leases = scoring.meta_ls(records, 1_000_000, excluded=())
+    assert len(leases) == scoring.MAX_LEASES
+    assert leases == scoring.meta_ls(dict(reversed(list(records.items()))), 1_000_000, excluded=())
+    assert [lease.weight for lease in leases] == sorted((lease.weight for lease in leases), reverse=True)
