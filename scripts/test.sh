@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: sets up .venv, installs the project with its test extras,
-# then runs ruff, mypy and pytest. Extra arguments go to pytest (e.g. `scripts/test.sh -m "not e2e"`).
+# The whole test suite on a fresh machine: sets up .venv, installs the project with its test extras
+# and the Debian packages the end-to-end tests drive (scripts/system-deps.sh), then runs ruff, mypy
+# and pytest. Extra arguments go to pytest (e.g. `scripts/test.sh -m "not e2e"`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup-env.sh
+. scripts/system-deps.sh
 
 echo "== ruff"
 ruff check .

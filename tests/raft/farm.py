@@ -71,8 +71,15 @@ class Transport:
 
 
 class Farm:
-    def __init__(self, members: int, spares: int = 0, snapshot_every: int = 10_000) -> None:
+    def __init__(
+        self,
+        members: int,
+        spares: int = 0,
+        snapshot_every: int = 10_000,
+        machine: Callable[[int], Any] | None = None,
+    ) -> None:
         self.clock = Clock()
+        self._machine = machine or (lambda _i: Machine())
         self.snapshot_every = snapshot_every
         self.bootstrap = Configuration(
             0, 0, tuple(ClusterServer(i, endpoint(i)) for i in range(1, members + 1))
@@ -80,7 +87,7 @@ class Farm:
         self.drivers: dict[int, RaftDriver] = {}
         self.stores: dict[int, MemoryLogStore] = {}
         self.snapshot_stores: dict[int, MemorySnapshotStore] = {}
-        self.machines: dict[int, Machine] = {}
+        self.machines: dict[int, Any] = {}
         #: (src, dst) pairs that lose everything
         self.cut: set[tuple[int, int]] = set()
         #: a hook deciding per message whether it gets through (for cutting a transfer mid-way)
@@ -94,7 +101,7 @@ class Farm:
         return (src, dst) not in self.cut and self.filter(src, dst, message)
 
     def start(self, i: int, bootstrap: Configuration | None = None) -> RaftDriver:
-        machine = self.machines[i] = Machine()
+        machine = self.machines[i] = self._machine(i)
         stored = self.stores[i].load()
         saved = self.snapshot_stores[i].load()
         data = b""

@@ -1,0 +1,122 @@
+"""The application's configuration tables in a node's TOML file (all optional).
+
+```toml
+[app]
+interval = 60              # seconds between status reports
+publish_config = "auto"    # off | on | auto: may this node publish the Meta LS2?
+master = "..."             # the Meta LS2 master destination (base64); default: "<cluster>-master"
+
+[router]
+kind = "static"            # static (no router: a healthy stand-in, or status_file) | i2pcontrol
+url = "https://127.0.0.1:7650/jsonrpc"
+password_file = "i2pcontrol.password"
+pin = "sha256:..."         # the router's certificate fingerprint, needed off loopback
+leaves = ["base64 destination", ...]   # this node's leaf destinations in the Meta LS2
+status_file = "router.json"            # static: a JSON RouterStatus/leaves file, re-read each time
+
+[publisher]
+kind = "file"              # file | command | url | none
+path = "metals.json"       # file
+command = ["sign-metals", "--stdin"]   # command
+url = "http://127.0.0.1:8080/metals"   # url
+
+[archive]
+dir = "archive"            # default: <data_dir>/archive
+retention_days = 90
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from garlicfarm.config import ConfigError, NodeConfig
+
+
+@attrs.frozen
+class AppConfig:
+    interval: float = 60.0
+    publish_config: str = "auto"
+    master: str = "farm-master"
+    router_kind: str = "static"
+    router_url: str = "https://127.0.0.1:7650/jsonrpc"
+    router_password_file: Path | None = None
+    router_pin: str | None = None
+    leaves: tuple[str, ...] = ()
+    status_file: Path | None = None
+    publisher_kind: str = "file"
+    publisher_path: Path | None = None
+    publisher_command: tuple[str, ...] = ()
+    publisher_url: str | None = None
+    archive_dir: Path | None = None
+    retention_days: int = 90
+
+
+def app_config(node: NodeConfig) -> AppConfig:
+    extra = node.extra
+    base = node.path.parent
+    where = str(node.path)
+
+    def table(name: str) -> Mapping[str, Any]:
+        value = extra.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: {name} must be a table ([{name}])")
+        return value
+
+    def text(section: str, values: Mapping[str, Any], key: str, default: str | None) -> str | None:
+        value = values.get(key, default)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f"{where}: [{section}] {key} must be a non-empty string")
+        return value
+
+    def path(section: str, values: Mapping[str, Any], key: str) -> Path | None:
+        value = text(section, values, key, None)
+        return base / value if value else None
+
+    app, router, publisher, archive = table("app"), table("router"), table("publisher"), table("archive")
+    interval = app.get("interval", 60.0)
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.05 <= interval <= 86_400:
+        raise ConfigError(f"{where}: [app] interval must be a number of seconds from 0.05 to 86400")
+    publish_config = text("app", app, "publish_config", "auto")
+    if publish_config not in ("off", "on", "auto"):
+        raise ConfigError(f"{where}: [app] publish_config must be off, on or auto")
+    router_kind = text("router", router, "kind", "static")
+    if router_kind not in ("static", "i2pcontrol"):
+        raise ConfigError(f"{where}: [router] kind must be static or i2pcontrol")
+    leaves = router.get("leaves", [f"{node.cluster}-leaf-{node.id}"])
+    if not isinstance(leaves, list) or not all(isinstance(x, str) and x for x in leaves):
+        raise ConfigError(f"{where}: [router] leaves must be a list of destinations")
+    publisher_kind = text("publisher", publisher, "kind", "file")
+    if publisher_kind not in ("file", "command", "url", "none"):
+        raise ConfigError(f"{where}: [publisher] kind must be file, command, url or none")
+    command = publisher.get("command", [])
+    if not isinstance(command, list) or not all(isinstance(x, str) for x in command):
+        raise ConfigError(f"{where}: [publisher] command must be a list of strings (argv)")
+    if publisher_kind == "command" and not command:
+        raise ConfigError(f"{where}: [publisher] kind = command needs command = [...]")
+    if publisher_kind == "url" and not publisher.get("url"):
+        raise ConfigError(f"{where}: [publisher] kind = url needs url")
+    retention = archive.get("retention_days", 90)
+    if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
+        raise ConfigError(f"{where}: [archive] retention_days must be a whole number of days (0 keeps all)")
+    return AppConfig(
+        interval=float(interval),
+        publish_config=publish_config or "auto",
+        master=text("app", app, "master", f"{node.cluster}-master") or "",
+        router_kind=router_kind or "static",
+        router_url=text("router", router, "url", AppConfig.router_url) or "",
+        router_password_file=path("router", router, "password_file"),
+        router_pin=text("router", router, "pin", None),
+        leaves=tuple(leaves),
+        status_file=path("router", router, "status_file"),
+        publisher_kind=publisher_kind or "file",
+        publisher_path=path("publisher", publisher, "path") or node.data_dir / "metals.json",
+        publisher_command=tuple(command),
+        publisher_url=text("publisher", publisher, "url", None),
+        archive_dir=path("archive", archive, "dir") or node.data_dir / "archive",
+        retention_days=retention,
+    )

@@ -1,0 +1,244 @@
+"""Every member commits its status on an interval; the chosen member publishes the Meta LS2.
+
+``StatusReporter`` asks the router, builds a schema-v1 record and submits it through the leader
+(itself, or the leader over the peer link, following one redirect). One submission at a time: when
+the farm has no leader the next attempt waits with exponential backoff instead of piling up.
+
+``MetaLSRole`` watches the replicated state: when this node becomes the publisher it hands the Meta
+LS2 contents to the publisher hook, again whenever they change, and stops when it loses the role.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from garlicfarm.app.schema import SCHEMA_VERSION
+from garlicfarm.app.scoring import Lease
+from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.router.interface import LeafStatus, MetaLease, MetaLSPublisher, RouterAPI, RouterStatus
+from garlicfarm.wire import NO_LEADER, Application, ClientRequest, LogEntry, Response
+
+
+def status_record(
+    cluster: str,
+    server_id: int,
+    date_ms: int,
+    router: RouterStatus,
+    leaves: list[LeafStatus],
+    publish_config: str = "auto",
+    publishing: bool = False,
+    master: str | None = None,
+    last_published_ms: int = 0,
+) -> dict[str, Any]:
+    """A schema-v1 status record (docs/protocol.md, "Application layer")."""
+    return {
+        "version": SCHEMA_VERSION,
+        "cluster": cluster,
+        "date": date_ms,
+        "id": server_id,
+        "config": {},
+        "meta": {
+            "destination": master,
+            "lastPublishedTime": last_published_ms,
+            "publishConfig": publish_config,
+            "publishing": publishing,
+        },
+        "router": {
+            "uptime": router.uptime_ms,
+            "netStatus": router.net_status,
+            "jobLag": router.job_lag_ms,
+            "exploratoryTunnels": router.exploratory_tunnels,
+            "participatingTunnels": router.participating_tunnels,
+            "bandwidthConfigured": router.bandwidth_configured,
+            "bandwidthCurrent": router.bandwidth_current,
+            "lastPublishedRI": router.last_published_ri,
+        },
+        "destinations": [
+            {
+                "destination": leaf.destination,
+                "uptime": leaf.uptime_ms,
+                "tunnelsConfigured": leaf.tunnels_configured,
+                "tunnelsCurrent": leaf.tunnels_current,
+                "bandwidthConfigured": leaf.bandwidth_configured,
+                "bandwidthCurrent": leaf.bandwidth_current,
+                "connectionsConfigured": leaf.connections_configured,
+                "connectionsCurrent": leaf.connections_current,
+                "blocklist": list(leaf.blocklist),
+            }
+            for leaf in leaves
+        ],
+    }
+
+
+class StatusReporter:
+    log = Logger()
+
+    def __init__(
+        self,
+        reactor: IReactorTime,
+        driver: RaftDriver,
+        send_to_leader: Callable[[int, ClientRequest], Deferred[Response]],
+        router: RouterAPI,
+        cluster: str,
+        interval: float = 60.0,
+        wall_clock_ms: Callable[[], int] | None = None,
+        publish_config: str = "auto",
+        master: str | None = None,
+        max_backoff: float = 300.0,
+    ) -> None:
+        self.reactor = reactor
+        self.driver = driver
+        self._send_to_leader = send_to_leader
+        self.router = router
+        self.cluster = cluster
+        self.interval = interval
+        self._clock = wall_clock_ms or (lambda: int(reactor.seconds() * 1000))
+        self.publish_config = publish_config
+        self.master = master
+        self.publishing = False
+        self.last_published_ms = 0
+        self.max_backoff = max_backoff
+        self._delay = interval
+        self._call: IDelayedCall | None = None
+        self._busy = False
+        self.submitted = 0
+        self.failures = 0
+        self.running = False
+
+    def start(self, first_delay: float = 1.0) -> None:
+        self.running = True
+        self._call = self.reactor.callLater(first_delay, self._tick)
+
+    def stop(self) -> None:
+        self.running = False
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+
+    def _tick(self) -> None:
+        if not self.running:
+            return
+        if self._busy:  # the last report is still in flight: never pile up
+            self._schedule(self._delay)
+            return
+        self._busy = True
+        d = Deferred.fromCoroutine(self.report_once())
+        d.addCallbacks(self._succeeded, self._failed)
+
+    def _schedule(self, delay: float) -> None:
+        if self.running:
+            self._call = self.reactor.callLater(delay, self._tick)
+
+    def _succeeded(self, index: int) -> None:
+        self._busy = False
+        self.submitted += 1
+        self._delay = self.interval
+        self._schedule(self.interval)
+
+    def _failed(self, failure: Failure) -> None:
+        self._busy = False
+        self.failures += 1
+        self._delay = min(self._delay * 2, self.max_backoff)
+        self.log.info(
+            "status report not committed ({why}); next try in {delay:.1f}s",
+            why=failure.getErrorMessage(),
+            delay=self._delay,
+        )
+        self._schedule(self._delay)
+
+    async def report_once(self) -> int:
+        router = await self.router.router_status()
+        leaves = await self.router.leaf_status()
+        record = status_record(
+            self.cluster,
+            self.driver.core.id,
+            self._clock(),
+            router,
+            leaves,
+            self.publish_config,
+            self.publishing,
+            self.master,
+            self.last_published_ms,
+        )
+        data = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+        return await self.submit(data)
+
+    async def submit(self, data: bytes) -> int:
+        """Commit ``data`` through whoever leads: ourselves, or the leader over the peer link."""
+        core = self.driver.core
+        if core.is_leader():
+            return await self.driver.submit(data)
+        request = ClientRequest(entries=(LogEntry(0, Application(data)),))
+        for _hop in range(2):
+            leader = core.leader_id
+            if leader is None:
+                raise NoLeader("no leader known")
+            response = await self._send_to_leader(leader, request)
+            if response.accepted:
+                return response.next_index - 1
+            if response.destination in (NO_LEADER, leader):
+                break
+        raise NoLeader("the leader did not take the report")
+
+
+class NoLeader(Exception):
+    """The farm has no reachable leader right now."""
+
+
+class MetaLSRole:
+    """Publishes the Meta LS2 while this node is the chosen publisher."""
+
+    log = Logger()
+
+    def __init__(
+        self, server_id: int, master: str, hook: MetaLSPublisher, reporter: StatusReporter | None = None
+    ):
+        self.server_id = server_id
+        self.master = master
+        self.hook = hook
+        self.reporter = reporter
+        self.active = False
+        self.published: tuple[Lease, ...] | None = None
+
+    def changed(self, publisher: int | None, leases: tuple[Lease, ...]) -> None:
+        if publisher == self.server_id:
+            if not self.active or leases != self.published:
+                self._publish(leases)
+        elif self.active:
+            self.active = False
+            self.published = None
+            if self.reporter is not None:
+                self.reporter.publishing = False
+            self.log.info("no longer the Meta LS publisher")
+            self.hook.stop(self.master).addErrback(self._hook_failed, "stop")
+
+    def republish(self) -> Deferred[None] | None:
+        """Publish again now (the admin console's "force publishing"); None if not the publisher."""
+        if not self.active or self.published is None:
+            return None
+        return self._publish(self.published)
+
+    def _publish(self, leases: tuple[Lease, ...]) -> Deferred[None]:
+        self.active = True
+        self.published = leases
+        if self.reporter is not None:
+            self.reporter.publishing = True
+        self.log.info("publishing the Meta LS with {n} leases", n=len(leases))
+        contents = tuple(MetaLease(lease.destination, lease.weight) for lease in leases)
+        d = self.hook.publish(self.master, contents)
+        d.addCallback(self._published)
+        d.addErrback(self._hook_failed, "publish")
+        return d
+
+    def _published(self, _: object) -> None:
+        if self.reporter is not None:
+            self.reporter.last_published_ms = int(self.reporter.reactor.seconds() * 1000)
+
+    def _hook_failed(self, failure: Failure, what: str) -> None:
+        self.log.failure("the Meta LS publisher hook failed to {what}", failure, what=what)
