@@ -5,7 +5,7 @@
 # package name -> why (keep one a line; the e2e tests say which to install when one is missing)
 GARLICFARM_SYSTEM_PACKAGES=(
     tinyproxy-bin  # /usr/bin/tinyproxy: the HTTP CONNECT proxy of tests/net/test_httpproxy_e2e.py
-    i2pd           # /usr/bin/i2pd: the real I2PControl router of tests/router/test_i2pd_e2e.py
+    i2pd           # /usr/sbin/i2pd: the real I2PControl router of tests/router/test_i2pd_e2e.py
 )
 
 garlicfarm_system_deps() {

@@ -4,11 +4,13 @@ Every server runs it over the same committed log and reaches the same answer; th
 imports this module to compute the same answer offline. Integer arithmetic only, no clock: time is the
 log's own (the newest ``date`` committed so far), so replaying a log gives the same result anywhere.
 
-Publisher: among *eligible* members — a configuration member whose latest record is fresh (at most
-``FRESH_MS`` older than the log's time), whose ``publishConfig`` is not ``off`` and whose router is
-healthy — the one with the best score; ``publishConfig = on`` ranks above ``auto``. Hysteresis: the
-current publisher keeps the role while it is eligible and its score is within ``HYSTERESIS_PERCENT``
-of the best, so close scores do not make the role flap. Ties go to the lowest id.
+Publisher: among *eligible* members — a configuration member whose latest record is fresh (at
+most ``FRESH_MS`` older than the log's time), whose ``publishConfig`` is not ``off`` and whose router
+is healthy (its ``netStatus`` is not an ``ERROR...`` one: i2pd reports ``UNKNOWN`` in normal
+operation when it cannot test its reachability) — the one with the best score; ``publishConfig =
+on`` ranks above ``auto``. Hysteresis: the current publisher keeps the role while it is eligible and
+its score is within ``HYSTERESIS_PERCENT`` of the best, so close scores do not make the role flap.
+Ties go to the lowest id.
 
 Score (higher is better):
     10 per hour of router uptime (at most a week)
@@ -17,9 +19,10 @@ Score (higher is better):
   - job lag in ms / 10 (at most 1000)
 
 Meta LS2 contents: the destinations of fresh members with healthy routers, except excluded ones and
-those with no current tunnels, each weighted 1..100 by its tunnels, bandwidth and uptime; the best
-``MAX_LEASES`` by weight (ties by destination), heaviest first. A destination reported by several
-members keeps its highest weight.
+those known dead (tunnels configured, none current; a router that reports no tunnel numbers at all,
+as I2PControl cannot, leaves them in at the lowest weight), each weighted 1..100 by its tunnels,
+bandwidth and uptime; the best ``MAX_LEASES`` by weight (ties by destination), heaviest first. A
+destination reported by several members keeps its highest weight.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from garlicfarm.app.schema import Destination, StatusRecord
 FRESH_MS = 180_000
 HYSTERESIS_PERCENT = 20
 MAX_LEASES = 16
-HEALTHY_NET_STATUS = frozenset({"OK", "TESTING", "FIREWALLED", "HIDDEN"})
 
 
 @attrs.frozen
@@ -43,8 +45,7 @@ class Lease:
 
 
 def healthy(record: StatusRecord) -> bool:
-    status = record.router.netStatus
-    return status in HEALTHY_NET_STATUS or status.startswith("WARN")
+    return not record.router.netStatus.startswith("ERROR")
 
 
 def fresh(record: StatusRecord, now: int) -> bool:
@@ -105,7 +106,8 @@ def meta_ls(latest: Mapping[int, StatusRecord], now: int, excluded: Iterable[str
         if not (fresh(record, now) and healthy(record)):
             continue
         for destination in record.destinations:
-            if destination.destination in banned or destination.tunnelsCurrent <= 0:
+            dead = destination.tunnelsConfigured > 0 and destination.tunnelsCurrent <= 0
+            if destination.destination in banned or dead:
                 continue
             w = weight(destination)
             if w > best.get(destination.destination, 0):

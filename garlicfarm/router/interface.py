@@ -34,9 +34,8 @@ class RouterStatus:
 
     @property
     def healthy(self) -> bool:
-        return self.net_status in ("OK", "TESTING", "FIREWALLED", "HIDDEN") or self.net_status.startswith(
-            "WARN"
-        )
+        """Failure is an ERROR_* status; i2pd says UNKNOWN in normal operation (see app/scoring.py)."""
+        return not self.net_status.startswith("ERROR")
 
 
 @attrs.frozen

@@ -74,10 +74,21 @@ def test_score_components() -> None:
 def dest(name: str, tunnels: int = 4, bandwidth: int = 0, uptime_h: int = 1) -> dict[str, object]:
     return {
         "destination": name,
+        "tunnelsConfigured": 4,
         "tunnelsCurrent": tunnels,
         "bandwidthCurrent": bandwidth,
         "uptime": uptime_h * HOUR,
     }
+
+
+def test_unknown_tunnel_numbers_keep_a_leaf_at_the_lowest_weight() -> None:
+    records = latest(rec(1, destinations=[{"destination": "i2pcontrol-leaf"}]))
+    assert scoring.meta_ls(records, 1_000_000, excluded=()) == (scoring.Lease("i2pcontrol-leaf", 1),)
+
+
+def test_unknown_net_status_is_not_a_failure() -> None:
+    records = latest(rec(1, uptime_h=100, net="UNKNOWN"), rec(2, uptime_h=1))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 1
 
 
 def test_meta_ls_weights_exclusion_and_order() -> None:
