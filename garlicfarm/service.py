@@ -17,16 +17,19 @@ from twisted.internet.interfaces import IAddress, IReactorCore, IReactorTCP, IRe
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
+from garlicfarm.app.config import app_config
+from garlicfarm.app.node import NodeApp
+from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig
 from garlicfarm.handshake import ClientConfig, NonceRegistry, ServerConfig
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
-from garlicfarm.raft.driver import RaftDriver, StateMachine
+from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.storage.snapshots import FileSnapshotStore
 from garlicfarm.storage.sqlite import SQLiteLogStore
-from garlicfarm.wire import ClusterServer, Configuration, Limits, Request, Response
+from garlicfarm.wire import ClientRequest, ClusterServer, Configuration, Limits, Request, Response
 
 LEADER_HEADER = "GarlicFarm-Leader"
 MEMBERS_HEADER = "GarlicFarm-Members"
@@ -61,7 +64,6 @@ class GarlicFarmService(MultiService):
         self,
         config: NodeConfig,
         reactor: Any = None,
-        state_machine: StateMachine | None = None,
         limits: ConnectionLimits | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
@@ -78,6 +80,8 @@ class GarlicFarmService(MultiService):
         )
         password = config.password()
         self._password = password
+        self.app_config = app_config(config)
+        self.state = FarmState(config.cluster)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = SQLiteLogStore(config.data_dir / "log.db")
         self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
@@ -90,8 +94,7 @@ class GarlicFarmService(MultiService):
                     f"{config.data_dir}: the log store expects a snapshot that is missing or different"
                 )
             data = saved[1]
-            if state_machine is not None:
-                state_machine.restore(data)
+            self.state.restore(data)
         bootstrap = self._bootstrap()
         rng = random.Random(os.urandom(16))  # noqa: S311 - election timeouts need spread, not secrecy
         core = RaftCore(config.id, stored, rng, bootstrap, config.raft, data)
@@ -104,9 +107,12 @@ class GarlicFarmService(MultiService):
             self.reactor,
             self.peers,
             config.tick_seconds,
-            state_machine=state_machine,
+            state_machine=self.state,
             snapshots=self.snapshots,
             snapshot_every=config.snapshot_every,
+        )
+        self.app = NodeApp.build(
+            config, self.app_config, self.state, self.reactor, self.driver, self._to_leader
         )
         self.nonces = NonceRegistry(os.urandom)
         self.server_config = ServerConfig(
@@ -168,6 +174,9 @@ class GarlicFarmService(MultiService):
             on_close,
         )
 
+    def _to_leader(self, leader: int, request: ClientRequest) -> Deferred[Response]:
+        return self.peers.send(leader, request)
+
     def _handle(self, request: Request) -> Deferred[Response]:
         return self.driver.handle_request(request)
 
@@ -188,6 +197,14 @@ class GarlicFarmService(MultiService):
         status["cluster"] = self.config.cluster
         status["endpoint"] = self.config.endpoint
         status["connected"] = {str(k): v for k, v in sorted(self.peers.connected().items())}
+        status.update(self.state.status())
+        status["app"] = {
+            "applied_index": self.state.index,
+            "reports_committed": self.app.reporter.submitted,
+            "report_failures": self.app.reporter.failures,
+            "rejected_entries": self.state.rejected,
+            "publishing": self.app.role.active,
+        }
         return status
 
     # ------------------------------------------------------------------------------------------ life
@@ -195,6 +212,7 @@ class GarlicFarmService(MultiService):
     def startService(self) -> None:
         super().startService()  # type: ignore[no-untyped-call]
         self.driver.start()
+        self.app.reporter.start()
         self.log.info(
             "garlicfarm node {id} of farm {cluster} listening on {listen}",
             id=self.config.id,
@@ -203,6 +221,7 @@ class GarlicFarmService(MultiService):
         )
 
     def stopService(self) -> Deferred[None]:
+        self.app.reporter.stop()
         self.driver.stop()
         d: Deferred[Any] = self.peers.stop()
         d.addCallback(self._stop_children)

@@ -36,6 +36,8 @@ import attrs
 
 from garlicfarm.config import ConfigError, NodeConfig
 
+DEFAULT_ROUTER_URL = "https://127.0.0.1:7650/jsonrpc"
+
 
 @attrs.frozen
 class AppConfig:
@@ -43,7 +45,7 @@ class AppConfig:
     publish_config: str = "auto"
     master: str = "farm-master"
     router_kind: str = "static"
-    router_url: str = "https://127.0.0.1:7650/jsonrpc"
+    router_url: str = DEFAULT_ROUTER_URL
     router_password_file: Path | None = None
     router_pin: str | None = None
     leaves: tuple[str, ...] = ()
@@ -108,7 +110,7 @@ def app_config(node: NodeConfig) -> AppConfig:
         publish_config=publish_config or "auto",
         master=text("app", app, "master", f"{node.cluster}-master") or "",
         router_kind=router_kind or "static",
-        router_url=text("router", router, "url", AppConfig.router_url) or "",
+        router_url=text("router", router, "url", DEFAULT_ROUTER_URL) or "",
         router_password_file=path("router", router, "password_file"),
         router_pin=text("router", router, "pin", None),
         leaves=tuple(leaves),

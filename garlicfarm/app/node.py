@@ -1,0 +1,88 @@
+"""Builds a node's application parts from its configuration: router, reporter, publisher role, archive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred
+
+from garlicfarm.app.archive import TelemetryArchive
+from garlicfarm.app.config import AppConfig
+from garlicfarm.app.publishing import MetaLSRole, StatusReporter
+from garlicfarm.app.state import FarmState
+from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.router.interface import MetaLSPublisher, RouterAPI
+from garlicfarm.wire import ClientRequest, Response
+
+
+def make_router(reactor: Any, app: AppConfig) -> RouterAPI:
+    if app.router_kind == "i2pcontrol":
+        from garlicfarm.router.i2pcontrol import DEFAULT_PASSWORD, I2PControlRouter  # noqa: PLC0415
+
+        password = DEFAULT_PASSWORD  # i2pd's and Java I2P's default, when no password_file is given
+        if app.router_password_file is not None:
+            try:
+                password = app.router_password_file.read_text(encoding="utf-8").strip()
+            except OSError as e:
+                raise ConfigError(
+                    f"[router] password_file {app.router_password_file}: {e.strerror}"
+                ) from None
+        return I2PControlRouter(reactor, app.router_url, password, leaves=app.leaves, pin=app.router_pin)
+    from garlicfarm.router.static import StaticRouter  # noqa: PLC0415
+
+    if app.status_file is not None:
+        return StaticRouter.from_file(app.status_file)
+    return StaticRouter.stand_in(app.leaves)
+
+
+def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
+    from garlicfarm.router import publishers  # noqa: PLC0415
+
+    if app.publisher_kind == "command":
+        return publishers.CommandPublisher(list(app.publisher_command), reactor=reactor)
+    if app.publisher_kind == "url":
+        assert app.publisher_url is not None
+        return publishers.URLPublisher(app.publisher_url, reactor=reactor)
+    if app.publisher_kind == "none":
+        return publishers.NullPublisher()
+    assert app.publisher_path is not None
+    return publishers.FilePublisher(app.publisher_path)
+
+
+@attrs.define
+class NodeApp:
+    config: AppConfig
+    state: FarmState
+    archive: TelemetryArchive
+    reporter: StatusReporter
+    role: MetaLSRole
+
+    @classmethod
+    def build(
+        cls,
+        node: NodeConfig,
+        app: AppConfig,
+        state: FarmState,
+        reactor: Any,
+        driver: RaftDriver,
+        send_to_leader: Callable[[int, ClientRequest], Deferred[Response]],
+    ) -> NodeApp:
+        assert app.archive_dir is not None
+        archive = TelemetryArchive(app.archive_dir, node.id, app.retention_days)
+        state.on_record.append(archive.append)
+        reporter = StatusReporter(
+            reactor,
+            driver,
+            send_to_leader,
+            make_router(reactor, app),
+            node.cluster,
+            interval=app.interval,
+            publish_config=app.publish_config,
+            master=app.master,
+        )
+        role = MetaLSRole(node.id, app.master, make_publisher(reactor, app), reporter)
+        state.on_change.append(role.changed)
+        return cls(app, state, archive, reporter, role)
