@@ -83,3 +83,34 @@ def test_reports_are_archived(farm: ProcFarm) -> None:
         for line in path.read_text().splitlines()
     ]
     assert {line["record"]["id"] for line in lines} == {1, 2, 3}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"cluster": "farm", "date": "yesterday", "id": 1},
+        {"cluster": "farm", "date": 1, "id": 1, "destinations": [{"destination": "d"}] * 5000},
+        {"cluster": "farm", "date": 1, "id": 1, "config": {"a": [[[[[[[[[[1]]]]]]]]]]}},
+    ],
+    ids=["wrong types", "huge list", "deep nesting"],
+)
+def test_bad_status_json_is_rejected_everywhere_and_harms_nothing(
+    farm: ProcFarm, bad: dict[str, Any]
+) -> None:
+    before = [farm.status(i) for i in range(1, 4)]
+    index = farm.submit(1, bad)  # Raft commits it; every state machine rejects it alike
+    farm.wait_for_commit(index, [1, 2, 3])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        after = [farm.status(i) for i in range(1, 4)]
+        if all(
+            a is not None
+            and b is not None
+            and a["app"]["rejected_entries"] == b["app"]["rejected_entries"] + 1
+            for a, b in zip(after, before, strict=True)
+        ):
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"not rejected alike: {after}")
+    assert index < farm.submit(2, {"cluster": "other-farm", "note": "still committing"})
