@@ -83,6 +83,8 @@ class NodeConfig:
     idle_timeout: float = 600.0
     max_inbound: int = 256
     max_entries_size: int = 16 * 1024 * 1024
+    #: [storage] fsync = false: for benchmarks against stores that do not fsync; never in production
+    fsync: bool = True
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def password(self) -> str:
@@ -155,7 +157,11 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     except ValueError as e:
         raise ConfigError(f"{path}: [raft] {e}") from None
     limits = reader.table("limits", required=False)
-    known = {"node", "auth", "tls", "peers", "raft", "limits"}
+    storage = reader.table("storage", required=False)
+    fsync = storage.get("fsync", True)
+    if not isinstance(fsync, bool):
+        raise ConfigError(f"{path}: [storage] fsync must be true or false")
+    known = {"node", "auth", "tls", "peers", "raft", "limits", "storage"}
     return NodeConfig(
         path=path,
         id=server_id,
@@ -173,6 +179,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         handshake_timeout=reader.number(limits, "limits", "handshake_timeout", 0.1, 3600, 10.0),
         idle_timeout=reader.number(limits, "limits", "idle_timeout", 1, 10**7, 600.0),
         max_inbound=reader.integer(limits, "limits", "max_inbound", 1, 100_000, default=256),
+        fsync=fsync,
         max_entries_size=reader.integer(
             limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
         ),

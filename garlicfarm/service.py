@@ -83,7 +83,9 @@ class GarlicFarmService(MultiService):
         self.app_config = app_config(config)
         self.state = FarmState(config.cluster)
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SQLiteLogStore(config.data_dir / "log.db")
+        self.store = SQLiteLogStore(config.data_dir / "log.db", fsync=config.fsync)
+        if not config.fsync:
+            self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
         self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
         stored = self.store.load()
         saved = self.snapshots.load()

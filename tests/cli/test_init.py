@@ -16,7 +16,7 @@ from cryptography import x509
 from twisted.internet import reactor
 
 from garlicfarm.cli.init import InitError, add_parser
-from garlicfarm.config import load_config
+from garlicfarm.config import ConfigError, load_config
 from garlicfarm.farminit import busy_ports
 from garlicfarm.tls import NodeTLS, load_certificate, load_certified_key, server_endpoint
 
@@ -91,6 +91,7 @@ def test_every_config_loads_with_the_expected_values(farm: tuple[Path, int, str]
         assert config.tls.pins == ()
         assert dict(config.peers) == {i: f"tcp://127.0.0.1:{base + i - 1}" for i in (1, 2, 3)}
         assert not config.extra
+        assert config.fsync  # durable unless a benchmark says otherwise
         # What the service does with it: load the TLS material and build the listening endpoint.
         NodeTLS.load(config.tls)
         server_endpoint(reactor, config.listen, config.tls)
@@ -208,3 +209,15 @@ def test_help_explains_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     text = " ".join(capsys.readouterr().out.split())  # undo argparse's wrapping
     for word in ("DIR", "--nodes", "--base-port", "--force", "0600", "garlicfarm run --config"):
         assert word in text
+
+
+def test_storage_fsync_switch(farm: tuple[Path, int, str], tmp_path: Path) -> None:
+    directory, _, _ = farm
+    text = (directory / "node-1.toml").read_text()
+    off = tmp_path / "off.toml"
+    off.write_text(text + "\n[storage]\nfsync = false\n")
+    assert load_config(off).fsync is False
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text + '\n[storage]\nfsync = "no"\n')
+    with pytest.raises(ConfigError, match=r"\[storage\] fsync must be true or false"):
+        load_config(bad)

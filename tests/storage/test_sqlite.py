@@ -211,3 +211,11 @@ def test_closed_store_refuses_use(path: Path) -> None:
 def test_no_stray_files_after_close(path: Path) -> None:
     filled(path, count=5)
     assert sorted(os.listdir(path.parent)) == [path.name]
+
+
+def test_fsync_off_is_an_explicit_choice(path: Path) -> None:
+    """``fsync=False`` (benchmarks only) turns SQLite's syncs off; the default stays FULL."""
+    with SQLiteLogStore(path, fsync=False) as store:
+        conn = store._conn
+        assert conn is not None
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
