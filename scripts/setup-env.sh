@@ -1,4 +1,4 @@
-# Sourced by the scripts: create .venv if needed, install the project and its test extras into it,
+# Sourced by the scripts: create .venv if needed, install the project with its test and spark extras into it,
 # and put it first on PATH. Idempotent and quiet when everything is already installed.
 set -euo pipefail
 if [ ! -x .venv/bin/python ]; then
@@ -9,7 +9,7 @@ stamp=.venv/.garlicfarm-installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "== installing garlicfarm and its test dependencies"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+    .venv/bin/python -m pip install -q -e '.[test,spark]' --config-settings editable_mode=compat
     # (compat: the checkout itself is on sys.path, so Twisted finds twisted/plugins/ here)
     touch "$stamp"
 fi

@@ -6,6 +6,8 @@
 GARLICFARM_SYSTEM_PACKAGES=(
     tinyproxy-bin  # /usr/bin/tinyproxy: the HTTP CONNECT proxy of tests/net/test_httpproxy_e2e.py
     i2pd           # /usr/sbin/i2pd: the real I2PControl router of tests/router/test_i2pd_e2e.py
+    chromium       # /usr/bin/chromium: the headless browser Playwright drives in tests/admin (no download)
+    openjdk-17-jre-headless  # java for Spark: garlicfarm pipeline and tests/pipeline
 )
 
 garlicfarm_system_deps() {
