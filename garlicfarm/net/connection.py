@@ -231,6 +231,7 @@ class ClientConnection(Protocol):
         self.upgraded: Upgraded | None = None
         self.ready: Deferred[ClientConnection] = Deferred()
         self._why = "connection closed"
+        self._dropping = False
 
     def connectionMade(self) -> None:
         self._handshake = ClientHandshake(
@@ -292,6 +293,9 @@ class ClientConnection(Protocol):
             self._drop(f"malformed message: {e}")
 
     def _drop(self, why: str) -> None:
+        if self._dropping:
+            return  # many requests time out together; TLS cannot be aborted twice
+        self._dropping = True
         self._why = why
         self.log.info("dropping connection to {host}: {why}", host=self.config.host, why=why)
         if self.transport is not None:

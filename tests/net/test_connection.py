@@ -192,6 +192,25 @@ def test_a_request_timeout_fails_everything_pending() -> None:
     assert errors == [RequestTimeout, RequestTimeout]
 
 
+def test_requests_timing_out_together_abort_the_connection_once() -> None:
+    """TLS transports cannot be aborted twice (pyOpenSSL's connection is gone after the first)."""
+    clock = Clock()
+    handler = Handler()
+    handler.auto = False
+    link = connected(clock, handler)
+    aborts: list[None] = []
+    transport = link.client.transport
+    assert transport is not None
+    original = transport.abortConnection  # type: ignore[attr-defined]
+    transport.abortConnection = lambda: (aborts.append(None), original())  # type: ignore[attr-defined]
+    for i in range(3):
+        link.client.request(AppendEntriesRequest(1, 2, 5, 0, i, 0), timeout=1).addErrback(lambda _f: None)
+    link.pump.flush()
+    clock.advance(1.5)
+    link.pump.flush()
+    assert len(aborts) == 1
+
+
 def test_an_unanswered_request_ends_the_server_side_in_time() -> None:
     clock = Clock()
     handler = Handler()
