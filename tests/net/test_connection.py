@@ -202,7 +202,12 @@ def test_requests_timing_out_together_abort_the_connection_once() -> None:
     transport = link.client.transport
     assert transport is not None
     original = transport.abortConnection  # type: ignore[attr-defined]
-    transport.abortConnection = lambda: (aborts.append(None), original())  # type: ignore[attr-defined]
+
+    def abort() -> None:
+        aborts.append(None)
+        original()
+
+    transport.abortConnection = abort  # type: ignore[attr-defined]
     for i in range(3):
         link.client.request(AppendEntriesRequest(1, 2, 5, 0, i, 0), timeout=1).addErrback(lambda _f: None)
     link.pump.flush()
