@@ -36,6 +36,9 @@ handshake_timeout = 10.0                   # seconds to complete the HTTP upgrad
 idle_timeout = 600.0                       # an inbound link silent this long is dropped
 max_inbound = 256                          # concurrent inbound connections
 max_entries_size = 16777216                # bytes of log entries in one request
+
+[admin]                                    # optional: the web console (docs/admin.md)
+listen = 9101                              # a loopback port, or a Twisted endpoint string
 ```
 """
 

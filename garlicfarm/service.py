@@ -17,6 +17,8 @@ from twisted.internet.interfaces import IAddress, IReactorCore, IReactorTCP, IRe
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
+from garlicfarm.admin.config import admin_config
+from garlicfarm.admin.service import AdminService
 from garlicfarm.app.config import app_config
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
@@ -124,8 +126,18 @@ class GarlicFarmService(MultiService):
         self.listener = StreamServerEndpointService(self._server_endpoint(), self.inbound)
         self.listener._raiseSynchronously = True  # a failed bind fails loudly at start, never spins
         self.listener.setServiceParent(self)
+        self.admin = self._admin_service()
 
     # ------------------------------------------------------------------------------------------ wiring
+
+    def _admin_service(self) -> AdminService | None:
+        """The admin console, when the node's TOML has ``[admin] listen`` (see docs/admin.md)."""
+        admin = admin_config(self.config)
+        if admin.listen is None:
+            return None
+        service = AdminService(self, admin)
+        service.setServiceParent(self)  # type: ignore[no-untyped-call]
+        return service
 
     def _bootstrap(self) -> Configuration:
         if self.config.id not in self.config.peers:
@@ -198,6 +210,7 @@ class GarlicFarmService(MultiService):
         status = self.driver.status()
         status["cluster"] = self.config.cluster
         status["endpoint"] = self.config.endpoint
+        status["admin_url"] = self.admin.url if self.admin is not None else None
         status["connected"] = {str(k): v for k, v in sorted(self.peers.connected().items())}
         status.update(self.state.status())
         status["app"] = {

@@ -26,6 +26,15 @@ if [ ! -f "$dir/node-1.toml" ]; then
 fi
 nodes=$(ls "$dir"/node-*.toml | wc -l)
 
+# The admin console (docs/admin.md): on loopback, at each node's port + 100, if not configured yet.
+for toml in "$dir"/node-*.toml; do
+    if ! grep -q '^\[admin\]' "$toml"; then
+        port=$(sed -n 's/^listen = "tcp:\([0-9]*\).*/\1/p' "$toml" | head -1)
+        printf '\n# The admin console (docs/admin.md), added by scripts/run.sh.\n[admin]\nlisten = %s\n' \
+            "$((port + 100))" >>"$toml"
+    fi
+done
+
 pids=()
 stop() {
     trap - EXIT INT TERM
@@ -56,6 +65,11 @@ echo "committed at index $index"
 echo "== garlicfarm status, each node"
 for i in $(seq 1 "$nodes"); do
     garlicfarm status --config "$dir/node-$i.toml" --timeout 5 --brief
+done
+
+echo "== the admin console (user: farm, password: the file $dir/credentials; the farm's own CA signs it)"
+for i in $(seq 1 "$nodes"); do
+    garlicfarm status --config "$dir/node-$i.toml" --timeout 5 | sed -n 's/.*"admin_url": "\(.*\)".*/  node '"$i"': \1/p'
 done
 
 if [ -n "$once" ]; then

@@ -7,10 +7,14 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TextIO
+from urllib.parse import quote
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from garlicfarm.admin.client import AdminClient, AdminClientError
+from garlicfarm.admin.config import admin_config
+from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.wire import (
@@ -48,7 +52,7 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     reactor.run()
     if box and isinstance(box[0], Failure):
         error = box[0].value
-        if isinstance(error, ClientError | ConfigError | FarmCommandError):
+        if isinstance(error, ClientError | ConfigError | FarmCommandError | AdminClientError):
             raise FarmCommandError(str(error))
         box[0].raiseException()
     return box[0] if box else None
@@ -94,6 +98,12 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 
 def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     config = _config(args)
+    console = None if args.raft else _console(config, args.timeout)
+    if console is not None:
+        body = {"id": args.id, "endpoint": args.endpoint}
+        answer = _ask_console(console, _action_path(config, "add-member"), body)
+        stdout.write(f"server {args.id} added (by the leader, server {answer['result']['by_leader']})\n")
+        return
     request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
     _membership(config, request, f"add server {args.id}", args.timeout)
     stdout.write(f"server {args.id} added\n")
@@ -101,9 +111,79 @@ def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> N
 
 def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     config = _config(args)
+    console = None if args.raft else _console(config, args.timeout)
+    if console is not None:
+        answer = _ask_console(console, _action_path(config, "remove-member"), {"id": args.id})
+        stdout.write(f"server {args.id} removed (by the leader, server {answer['result']['by_leader']})\n")
+        return
     request = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(args.id)),))
     _membership(config, request, f"remove server {args.id}", args.timeout)
     stdout.write(f"server {args.id} removed\n")
+
+
+def _console(config: NodeConfig, timeout: float) -> AdminClient | None:
+    """A client of this node's admin console, or None when the node has none (no ``[admin] listen``)."""
+    try:
+        admin = admin_config(config)
+        url = admin_url(admin, config.tls)
+        if url is None:
+            return None
+        return AdminClient(None, url, admin.username, admin.password(), config.tls, timeout)
+    except ConfigError as e:
+        raise FarmCommandError(str(e)) from None
+
+
+def _need_console(config: NodeConfig, timeout: float) -> AdminClient:
+    console = _console(config, timeout)
+    if console is None:
+        raise FarmCommandError(f"{config.path}: this command needs the admin console ([admin] listen)")
+    return console
+
+
+def _ask_console(console: AdminClient, path: str, body: dict[str, Any] | None = None) -> Any:
+    """GET ``path`` (``body`` None) or POST ``body`` to it; the console's JSON answer."""
+
+    async def job(reactor: Any) -> Any:
+        console.reactor = reactor
+        return await (console.get(path) if body is None else console.post(path, body))
+
+    return _run_reactor(job)
+
+
+def _action_path(config: NodeConfig, action: str) -> str:
+    return f"/api/farms/{quote(config.cluster, safe='')}/{action}"
+
+
+def run_console_action(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+    """exclude / include / publish / export-config / import-config, through the node's console."""
+    config = _config(args)
+    console = _need_console(config, args.timeout)
+    if args.action in ("export-config", "overview"):
+        path = _action_path(config, "config") if args.action == "export-config" else _action_path(config, "")
+        stdout.write(json.dumps(_ask_console(console, path.rstrip("/")), indent=2) + "\n")
+        return
+    if args.action == "import-config":
+        text = stdin.read() if args.file == "-" else _read(args.file)
+        try:
+            document = json.loads(text)
+        except ValueError as e:
+            raise FarmCommandError(f"{args.file}: not valid JSON: {e}") from None
+        body: dict[str, Any] = {"config": document, "dry_run": args.dry_run}
+    elif args.action in ("exclude", "include"):
+        body = {"destination": args.destination}
+    else:
+        body = {}
+    action = "import" if args.action == "import-config" else args.action
+    answer = _ask_console(console, _action_path(config, action), body)
+    stdout.write(json.dumps(answer["result"], indent=2) + "\n")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise FarmCommandError(f"{path}: {e.strerror}") from None
 
 
 def _membership(config: NodeConfig, request: Any, what: str, timeout: float) -> None:
@@ -162,9 +242,33 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     common(add)
     add.add_argument("--id", type=int, required=True, help="the new server's id")
     add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:9004")
+    add.add_argument(
+        "--raft", action="store_true", help="use the Raft client protocol, not the admin console"
+    )
     add.set_defaults(run=run_add_server)
 
     remove = sub.add_parser("remove-server", help="remove a server (possibly the leader) from the farm")
     common(remove)
     remove.add_argument("--id", type=int, required=True, help="the server's id")
+    remove.add_argument(
+        "--raft", action="store_true", help="use the Raft client protocol, not the admin console"
+    )
     remove.set_defaults(run=run_remove_server)
+
+    # Through the node's admin console (JSON API, docs/admin.md): the node needs [admin] listen.
+    for action, text in (
+        ("overview", "print the farm overview the console shows (members, lag, publisher, Meta LS)"),
+        ("exclude", "exclude a destination hash from the Meta LS2 (committed through the leader)"),
+        ("include", "include an excluded destination hash again"),
+        ("publish", "publish the Meta LS2 again now (on the publisher's node)"),
+        ("export-config", "print the farm's configuration (members, exclusions, settings) as JSON"),
+        ("import-config", "bring the farm to an exported configuration (adds members, aligns exclusions)"),
+    ):
+        parser = sub.add_parser(action, help=text + "; via the admin console")
+        common(parser)
+        if action in ("exclude", "include"):
+            parser.add_argument("destination", help="the destination hash (base32 or base64)")
+        if action == "import-config":
+            parser.add_argument("file", help="the exported configuration ('-' reads stdin)")
+            parser.add_argument("--dry-run", action="store_true", help="only show what would change")
+        parser.set_defaults(run=run_console_action, action=action)

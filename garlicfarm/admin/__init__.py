@@ -1,0 +1,1 @@
+"""The admin console: a web page and JSON API on each node (docs/admin.md)."""

@@ -1,0 +1,99 @@
+"""The ``[admin]`` table of a node's TOML file (optional: without ``listen`` there is no console).
+
+```toml
+[admin]
+listen = "tcp:9101:interface=127.0.0.1"   # Twisted server endpoint; [tls] wraps it in TLS (server-only)
+                                           # (a bare port number, listen = 9101, means loopback)
+username = "admin"                         # default: [auth] username
+password_file = "admin-credentials"        # default: [auth] password_file
+url = "https://farm-1.example:9101/"       # the console's public address (default: from listen)
+origins = ["https://console.example"]      # extra Origins allowed to POST (default: the Host's own)
+sample_interval = 10                       # seconds between health samples (an hour is kept)
+```
+
+``garlicfarm.config`` keeps unknown tables in ``NodeConfig.extra``; this module reads ``[admin]`` from
+there, as :mod:`garlicfarm.app.config` does for the application's tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from garlicfarm.config import ConfigError, NodeConfig
+
+HISTORY_SECONDS = 3600.0
+
+
+@attrs.frozen
+class AdminConfig:
+    listen: str | None = None
+    username: str = "farm"
+    password_file: Path | None = None
+    url: str | None = None
+    origins: tuple[str, ...] = ()
+    sample_interval: float = 10.0
+    #: where ``[admin]`` came from, for error messages
+    source: str = "[admin]"
+
+    def password(self) -> str:
+        if self.password_file is None:
+            raise ConfigError(f"{self.source}: no password_file")
+        try:
+            return self.password_file.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise ConfigError(f"{self.source} password_file {self.password_file}: {e.strerror}") from None
+
+    @property
+    def samples_kept(self) -> int:
+        return max(1, round(HISTORY_SECONDS / self.sample_interval))
+
+
+def admin_config(node: NodeConfig) -> AdminConfig:
+    where = f"{node.path}: [admin]"
+    table: Mapping[str, Any] = node.extra.get("admin", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{node.path}: admin must be a table ([admin])")
+    known = {"listen", "username", "password_file", "url", "origins", "sample_interval"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+
+    def text(key: str) -> str | None:
+        value = table.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f"{where} {key} must be a non-empty string")
+        return value
+
+    username, password_file = text("username"), text("password_file")
+    if (username is None) != (password_file is None):
+        raise ConfigError(f"{where} username and password_file go together (or neither: the farm's)")
+    url = text("url")
+    if url is not None and urlsplit(url).scheme not in ("http", "https"):
+        raise ConfigError(f"{where} url must be an http:// or https:// address")
+    origins = table.get("origins", [])
+    if not isinstance(origins, list) or not all(isinstance(o, str) and "://" in o for o in origins):
+        raise ConfigError(f"{where} origins must be a list of origins such as 'https://host:port'")
+    interval = table.get("sample_interval", 10.0)
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.1 <= interval <= 600:
+        raise ConfigError(f"{where} sample_interval must be a number of seconds from 0.1 to 600")
+    listen = table.get("listen")
+    if isinstance(listen, int) and not isinstance(listen, bool):
+        if not 1 <= listen <= 65535:
+            raise ConfigError(f"{where} listen port {listen} out of range 1..65535")
+        listen = f"tcp:{listen}:interface=127.0.0.1"
+    else:
+        listen = text("listen")
+    return AdminConfig(
+        listen=listen,
+        username=username or node.username,
+        password_file=node.path.parent / password_file if password_file else node.password_file,
+        url=url,
+        origins=tuple(o.rstrip("/").lower() for o in origins),
+        sample_interval=float(interval),
+        source=where,
+    )
