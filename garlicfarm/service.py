@@ -114,6 +114,7 @@ class GarlicFarmService(MultiService):
             state_machine=self.state,
             snapshots=self.snapshots,
             snapshot_every=config.snapshot_every,
+            group_commit=True,
         )
         self.app = NodeApp.build(
             config, self.app_config, self.state, self.reactor, self.driver, self._to_leader

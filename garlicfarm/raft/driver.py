@@ -87,6 +87,7 @@ class RaftDriver:
         state_machine: StateMachine | None = None,
         snapshots: SnapshotStore | None = None,
         snapshot_every: int = 5000,
+        group_commit: bool = False,
     ) -> None:
         self.core = core
         self.store = store
@@ -105,6 +106,10 @@ class RaftDriver:
         self._next_handle = 0
         self._processing = False
         self._again = False
+        #: drain the core once per reactor turn instead of once per message: everything that arrived
+        #: in one turn shares one store transaction (one fsync) and one AppendEntries per peer
+        self.group_commit = group_commit
+        self._drain: IDelayedCall | None = None
         self._ticker = LoopingCall(self._tick)
         self._ticker.clock = reactor
         self.running = False
@@ -125,6 +130,8 @@ class RaftDriver:
         self.stopped_by = reason
         if self._ticker.running:
             self._ticker.stop()
+        if self._drain is not None and self._drain.active():
+            self._drain.cancel()
         pending, self._pending = self._pending, {}
         for d in pending.values():
             d.errback(
@@ -149,7 +156,7 @@ class RaftDriver:
         handle = self._new_handle()
         reply = self._pending[handle] = Deferred()
         self.core.propose(data, handle)
-        self._process()
+        self._soon()
         result: Deferred[int] = reply.addCallback(self._committed_index)
         timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle)
         return result.addBoth(_cancel_timer, timer)
@@ -188,7 +195,7 @@ class RaftDriver:
         handle = self._new_handle()
         d = self._pending[handle] = Deferred()
         self.core.step(request, handle)
-        self._process()
+        self._soon()
         return d
 
     def status(self) -> dict[str, Any]:
@@ -219,11 +226,18 @@ class RaftDriver:
     def _on_response(self, response: Response) -> None:
         if self.running:
             self.core.step(response)
-            self._process()
+            self._soon()
 
     def _on_send_failure(self, failure: Failure, to: int) -> None:
         if not failure.check(CancelledError):
             self.log.debug("request to server {to} failed: {why}", to=to, why=failure.getErrorMessage())
+
+    def _soon(self) -> None:
+        """Drain the core now, or (group commit) at the end of this reactor turn."""
+        if not self.group_commit:
+            self._process()
+        elif self._drain is None or not self._drain.active():
+            self._drain = self.reactor.callLater(0, self._process)
 
     def _process(self) -> None:
         """Drain the core. Re-entrant calls (a response firing synchronously) just ask for another pass."""

@@ -62,7 +62,9 @@ def make_cluster(
             if isinstance(entry.value, Application):
                 sink.append((index, entry.value.data))
 
-        drivers[i] = RaftDriver(core, store, clock, LocalTransport(clock, drivers, i), TICK, on_apply)
+        drivers[i] = RaftDriver(
+            core, store, clock, LocalTransport(clock, drivers, i), TICK, on_apply, group_commit=True
+        )
     for d in drivers.values():
         d.start()
     return clock, drivers, applied
@@ -180,6 +182,47 @@ def _submit_and_run(clock: Clock, driver: RaftDriver, data: bytes) -> Deferred[i
     return d
 
 
+class CountingStore:
+    """A log store that counts the entries of every save (and delegates everything)."""
+
+    def __init__(self, store: LogStore, saves: list[int]) -> None:
+        self._store = store
+        self._saves = saves
+
+    def save(self, hard_state: Any, entries_from: Any, entries: Any) -> None:
+        self._saves.append(len(entries))
+        self._store.save(hard_state, entries_from, entries)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_group_commit_writes_one_batch_per_reactor_turn() -> None:
+    """Requests arriving in one reactor turn share one store transaction and one AppendEntries."""
+    clock, drivers, applied = make_cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    saves: list[int] = []
+    sent: list[object] = []
+    leader.store = CountingStore(leader.store, saves)  # type: ignore[assignment]
+    send = leader.transport.send
+
+    def counting_send(to: int, message: Any, endpoint: Any = None) -> Any:
+        sent.append(message)
+        return send(to, message, endpoint)
+
+    leader.transport.send = counting_send  # type: ignore[method-assign]
+    submitted = [leader.submit(b"[%d]" % i) for i in range(50)]
+    assert saves == [] and sent == []  # nothing yet: the turn has not ended
+    clock.advance(0)
+    assert saves == [50]
+    assert len(sent) == 2  # one AppendEntries to each follower, holding all fifty
+    run(clock, 0.1)
+    indexes = [result_of(d) for d in submitted]
+    assert indexes == list(range(indexes[0], indexes[0] + 50))
+    assert all(len([x for x in applied[i] if x[0] in indexes]) == 50 for i in drivers)
+
+
 class FullDisk(MemoryLogStore):
     def save(self, *args: object, **kwargs: object) -> None:
         raise StorageError("database or disk is full")
@@ -190,7 +233,9 @@ def test_storage_failure_stops_the_node_and_fails_waiters() -> None:
     run(clock, 1.0)
     leader = leader_of(drivers)
     leader.store = FullDisk()
-    error = error_of(leader.submit(b"{}"))
+    submitted = leader.submit(b"{}")
+    clock.advance(0)  # group commit: the store is written at the end of the reactor turn
+    error = error_of(submitted)
     assert not leader.running
     assert isinstance(error, NodeStopped)
     assert "disk is full" in str(error)
