@@ -19,6 +19,7 @@ from garlicfarm.net.connection import (
     NotConnected,
     RequestTimeout,
     ServerConnection,
+    no_delay,
 )
 from garlicfarm.wire import (
     AppendEntriesRequest,
@@ -246,3 +247,23 @@ def test_connection_lost_fails_pending_requests() -> None:
     link.server_transport.loseConnection()
     link.pump.flush()
     assert errors == [ConnectionClosed]
+
+
+def test_tcp_links_turn_nagle_off() -> None:
+    """Pipelined small writes would otherwise wait for delayed ACKs (40 ms each on Linux)."""
+
+    class TCPLike:
+        calls: list[bool] = []
+
+        def setTcpNoDelay(self, enabled: bool) -> None:
+            self.calls.append(enabled)
+
+    class Refusing:
+        def setTcpNoDelay(self, enabled: bool) -> None:
+            raise OSError("not a TCP socket")
+
+    tcp = TCPLike()
+    no_delay(tcp)
+    assert tcp.calls == [True]
+    no_delay(Refusing())  # not TCP after all: nothing to tune, no error
+    no_delay(object())  # no such call at all
