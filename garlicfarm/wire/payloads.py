@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import attrs
@@ -36,6 +37,10 @@ class Configuration:
     servers: tuple[ClusterServer, ...] = ()
 
     def ids(self) -> frozenset[int]:
+        return self._ids
+
+    @functools.cached_property
+    def _ids(self) -> frozenset[int]:  # the leader asks for every commit decision: compute once
         return frozenset(s.id for s in self.servers)
 
     def endpoint_of(self, server_id: int) -> str | None:
