@@ -248,6 +248,8 @@ class ClientConnection(Protocol):
         self.ready: Deferred[ClientConnection] = Deferred()
         self._why = "connection closed"
         self._dropping = False
+        #: the connection is gone: requests fail at once (a caller may still hold it)
+        self.lost = False
 
     def connectionMade(self) -> None:
         no_delay(self.transport)
@@ -284,6 +286,8 @@ class ClientConnection(Protocol):
             self._feed(event.leftover)
 
     def request(self, message: Request, timeout: float | None = None) -> Deferred[Response]:
+        if self.lost:
+            return _failed(ConnectionClosed(f"the connection is closed: {self._why}"))
         if self._decoder is None or self.transport is None:
             return _failed(NotConnected("the connection is not ready"))
         d: Deferred[Response] = Deferred()
@@ -310,7 +314,7 @@ class ClientConnection(Protocol):
             self._drop(f"malformed message: {e}")
 
     def _drop(self, why: str) -> None:
-        if self._dropping:
+        if self._dropping or self.lost:
             return  # many requests time out together; TLS cannot be aborted twice
         self._dropping = True
         self._why = why
@@ -319,6 +323,7 @@ class ClientConnection(Protocol):
             self.transport.abortConnection()  # type: ignore[attr-defined]
 
     def connectionLost(self, reason: Failure = ConnectionClosed) -> None:  # type: ignore[assignment]
+        self.lost = True
         if self._deadline is not None and self._deadline.active():
             self._deadline.cancel()
         pending, self._pending = self._pending, deque()

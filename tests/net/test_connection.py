@@ -267,3 +267,15 @@ def test_tcp_links_turn_nagle_off() -> None:
     assert tcp.calls == [True]
     no_delay(Refusing())  # not TCP after all: nothing to tune, no error
     no_delay(object())  # no such call at all
+
+
+def test_a_request_on_a_lost_connection_fails_at_once() -> None:
+    clock = Clock()
+    link = connected(clock, Handler())
+    link.client.transport.loseConnection()  # type: ignore[union-attr]
+    link.pump.flush()
+    assert link.client.lost
+    errors: list[type] = []
+    link.client.request(AppendEntriesRequest(1, 2, 5, 0, 0, 0), timeout=1).addErrback(record(errors, "type"))
+    assert errors == [ConnectionClosed]
+    clock.advance(2)  # and no timer is left to abort a transport that is gone
