@@ -38,7 +38,16 @@ from garlicfarm.handshake import (
     ServerHandshake,
     Upgraded,
 )
-from garlicfarm.wire import Decoder, Limits, Message, ProtocolError, Request, Response, encode
+from garlicfarm.wire import (
+    AddServerRequest,
+    Decoder,
+    Limits,
+    Message,
+    ProtocolError,
+    Request,
+    Response,
+    encode,
+)
 
 
 def no_delay(transport: object) -> None:
@@ -66,6 +75,9 @@ class ConnectionLimits:
     #: a response that takes longer than this (e.g. a client request whose fate is unknown) ends the
     #: connection, so that the FIFO order is never stuck behind it
     response_timeout: float = 30.0
+    #: AddServerRequest is answered only once the new server has caught up (a large log takes
+    #: minutes); the leader itself gives up on a join that stops making progress
+    join_response_timeout: float = 3600.0
     wire: Limits = Limits()
 
 
@@ -169,8 +181,13 @@ class ServerConnection(Protocol):
             return
         slot: list[Response | None] = [None]
         self._slots.append(slot)
+        deadline = (
+            self.limits.join_response_timeout
+            if isinstance(message, AddServerRequest)
+            else self.limits.response_timeout
+        )
         timer = self.reactor.callLater(
-            self.limits.response_timeout, self._drop, f"no answer to a {type(message).__name__} in time"
+            deadline, self._drop, f"no answer to a {type(message).__name__} in time"
         )
         answer = self._handler(message)
 

@@ -70,7 +70,10 @@ class _Joining:
     server: ClusterServer
     progress: Progress
     handle: int
+    invitation: Configuration
     idle_ticks: int = 0
+    #: it answered the JoinClusterRequest: what is resent after silence is the SyncLog, not the invitation
+    accepted: bool = False
 
 
 @attrs.define
@@ -516,9 +519,6 @@ class RaftCore:
         return active >= self.quorum()
 
     def _heartbeat(self) -> None:
-        if self._joining is not None:
-            self._joining.progress.paused = False
-            self._send_sync()
         for peer, pr in self.progress.items():
             if pr.state is ProgressState.REPLICATE and pr.inflight:
                 pr.stalled_beats += 1
@@ -768,20 +768,22 @@ class RaftCore:
         if self.change_refusal() is not None or server.id in self.voters():
             self._pending_reply(handle, AddServerResponse, accepted=False)
             return
-        joining = _Joining(server, Progress(self.log.last_index + 1), handle)
-        self._joining = joining
         invitation = Configuration(self.log.last_index + 1, self.config_index, (*self.config.servers, server))
+        self._joining = _Joining(server, Progress(self.log.last_index + 1), handle, invitation)
+        self._invite(self._joining)
+
+    def _invite(self, joining: _Joining) -> None:
         join = JoinClusterRequest(
             source=self.id,
-            destination=server.id,
+            destination=joining.server.id,
             term=self.term,
             last_log_term=self.log.last_term,
             last_log_index=self.log.last_index,
             commit_index=self.commit,
-            entries=(LogEntry(self.term, invitation),),
+            entries=(LogEntry(self.term, joining.invitation),),
         )
         joining.progress.paused = True  # until it answers the invitation
-        self._sends.append(Send(server.id, join, server.endpoint))
+        self._sends.append(Send(joining.server.id, join, joining.server.endpoint))
 
     def _handle_remove_server(self, m: RemoveServerRequest, handle: int) -> None:
         value = m.entries[0].value
@@ -828,6 +830,7 @@ class RaftCore:
             if not m.accepted:
                 self._abandon_join()
                 return
+            joining.accepted = True
             pr.next = max(1, min(m.next_index, self.log.last_index + 1))
         elif m.accepted:
             pr.acknowledge(m.next_index - 1)
@@ -884,10 +887,21 @@ class RaftCore:
         self._pending_reply(joining.handle, AddServerResponse, accepted=False)
 
     def _tick_joining(self) -> None:
-        if self._joining is not None:
-            self._joining.idle_ticks += 1
-            if self._joining.idle_ticks > self.options.join_timeout_ticks:
-                self._abandon_join()
+        joining = self._joining
+        if joining is None:
+            return
+        joining.idle_ticks += 1
+        if joining.idle_ticks > self.options.join_timeout_ticks:
+            self._abandon_join()
+        elif joining.idle_ticks % (2 * self.options.heartbeat_ticks) == 0:
+            # Silent for two heartbeats: the last request or its answer was lost (a link dropped),
+            # or a large LogPack is still being written. Send it again (both are idempotent); never
+            # on every heartbeat regardless, which would pile up LogPacks behind a slow one.
+            joining.progress.paused = False
+            if joining.accepted:
+                self._send_sync()
+            else:
+                self._invite(joining)
 
     # ------------------------------------------------------------------------------------------ snapshots
 

@@ -194,9 +194,28 @@ class RaftDriver:
             return _failed(NodeStopped("the node is not running"))
         handle = self._new_handle()
         d = self._pending[handle] = Deferred()
+        if isinstance(request, AddServerRequest | RemoveServerRequest) and request.entries:
+            self._log_change(request, d)
         self.core.step(request, handle)
         self._soon()
         return d
+
+    def _log_change(self, request: AddServerRequest | RemoveServerRequest, d: Deferred[Response]) -> None:
+        """Membership changes are rare and matter: say when one is asked for and how it ended."""
+        server = request.entries[0].value
+        what = (
+            f"add server {getattr(server, 'id', '?')} at {getattr(server, 'endpoint', '?')}"
+            if isinstance(request, AddServerRequest)
+            else f"remove server {getattr(server, 'id', '?')}"
+        )
+        self.log.info("{what}: asked by a client", what=what)
+
+        def ended(response: Response) -> Response:
+            result = "done" if response.accepted else "refused (not the leader, busy, or it did not catch up)"
+            self.log.info("{what}: {result}", what=what, result=result)
+            return response
+
+        d.addCallback(ended)
 
     def status(self) -> dict[str, Any]:
         return self.core.status()

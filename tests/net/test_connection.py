@@ -22,8 +22,11 @@ from garlicfarm.net.connection import (
     no_delay,
 )
 from garlicfarm.wire import (
+    AddServerRequest,
     AppendEntriesRequest,
     AppendEntriesResponse,
+    ClusterServer,
+    LogEntry,
     Request,
     RequestVoteRequest,
     RequestVoteResponse,
@@ -226,6 +229,19 @@ def test_an_unanswered_request_ends_the_server_side_in_time() -> None:
     link.pump.flush()
     clock.advance(LIMITS.response_timeout + 1)
     assert link.server_transport.disconnecting or link.server_transport.disconnected
+
+
+def test_an_add_server_request_may_take_as_long_as_a_catch_up() -> None:
+    """The leader answers AddServerRequest once the new server caught up: minutes for a big log."""
+    clock = Clock()
+    handler = Handler()
+    handler.auto = False
+    link = connected(clock, handler)
+    add = AddServerRequest(entries=(LogEntry(0, ClusterServer(4, "tcp://127.0.0.1:9004")),))
+    link.client.request(add, timeout=LIMITS.join_response_timeout + 10).addErrback(lambda _f: None)
+    link.pump.flush()
+    clock.advance(LIMITS.response_timeout + 1)
+    assert not (link.server_transport.disconnecting or link.server_transport.disconnected)
 
 
 def test_request_before_ready_fails_fast() -> None:

@@ -163,6 +163,30 @@ def test_snapshot_transfer_cut_in_the_middle_resumes() -> None:
     assert farm.machines[4].values == farm.machines[leader.core.id].values
 
 
+@pytest.mark.parametrize("lost", ["JoinClusterRequest", "SyncLogRequest", "SyncLogResponse"])
+def test_a_lost_join_message_is_sent_again(lost: str) -> None:
+    """A link that drops while a server joins loses one request or answer: the leader resends after
+    an election timeout of silence instead of stalling until the join times out."""
+    farm = Farm(3, spares=1)
+    farm.submit(values(30))
+    dropped: list[str] = []
+
+    def drop_first(src: int, dst: int, message: object) -> bool:
+        if type(message).__name__ == lost and not dropped:
+            dropped.append(lost)
+            return False
+        return True
+
+    farm.filter = drop_first
+    leader = farm.leader()
+    d = leader.add_server(4, endpoint(4))
+    farm.run(1.5)
+    assert dropped == [lost]
+    outcome(d)
+    assert farm.members(leader.core.id) == {1, 2, 3, 4}
+    assert farm.machines[4].values == farm.machines[leader.core.id].values
+
+
 def test_join_times_out_when_the_new_server_never_answers() -> None:
     farm = Farm(3, spares=1)
     farm.submit(values(3))
