@@ -1,0 +1,86 @@
+"""garlicfarm and PySyncObj side by side, in one run: throughput, latency and memory on 3 and 5 nodes.
+
+    bench/setup.sh && .venv/bin/python -m bench.compare [--seconds 10] [--nodes 3 5] [--json OUT]
+
+For each farm size: garlicfarm durable (fsync on), garlicfarm with fsync off, PySyncObj with its
+journal (an mmap that is never fsync'ed: PySyncObj has no durable mode) — one after another on the
+same machine, each with its best pipelining (garlicfarm: 1000 ClientRequests in flight over one TLS
+connection from a client process; PySyncObj: 4096 commands in flight submitted inside the leader's
+process, as it has no client protocol). Prints a Markdown table for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def run(module: str, *argv: str) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            [sys.executable, "-m", module, *argv, "--json", out.name], check=True, stdout=subprocess.DEVNULL
+        )
+        result: dict[str, Any] = json.loads(Path(out.name).read_text())
+        return result
+
+
+def row(name: str, r: dict[str, Any]) -> str:
+    t = r["throughput"]
+    low, lowf, highf = (
+        r["latency_low_load_leader"],
+        r["latency_low_load_via_follower"],
+        r.get("latency_high_load_via_follower", {}),
+    )
+    return (
+        f"| {name} | {t['committed_per_s']:,.0f} | {low['p50_ms']:.1f} / {low['p99_ms']:.1f} "
+        f"| {t['p50_ms']:.0f} / {t['p99_ms']:.0f} | {lowf['p50_ms']:.1f} / {lowf['p99_ms']:.1f} "
+        f"| {highf.get('p50_ms', float('nan')):.0f} / {highf.get('p99_ms', float('nan')):.0f} "
+        f"| {r['rss_mb_per_node_at_rest']:.0f} / {r['rss_mb_per_node_under_load']:.0f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[3, 5])
+    parser.add_argument("--json", type=Path, help="also write every result here")
+    args = parser.parse_args()
+    seconds = str(args.seconds)
+    results: dict[str, Any] = {}
+    lines = [
+        "| nodes / system | committed entries/s | p50 / p99 ms, low load, leader | p50 / p99 ms, high load, "
+        "leader | p50 / p99 ms, low load, via follower | p50 / p99 ms, high load, via follower "
+        "| RSS MiB per node, rest / load |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for n in args.nodes:
+        nodes = str(n)
+        ours = run("bench.farm_bench", "--nodes", nodes, "--seconds", seconds, "--window", "1000")
+        ours_nofsync = run(
+            "bench.farm_bench", "--nodes", nodes, "--seconds", seconds, "--window", "1000", "--no-fsync"
+        )
+        theirs = run("bench.pysyncobj_bench", "--nodes", nodes, "--seconds", seconds, "--window", "4096")
+        results[f"{n}"] = {"garlicfarm": ours, "garlicfarm_no_fsync": ours_nofsync, "pysyncobj": theirs}
+        lines.append(row(f"{n} garlicfarm, TLS, fsync on", ours))
+        lines.append(row(f"{n} garlicfarm, TLS, fsync off", ours_nofsync))
+        lines.append(row(f"{n} PySyncObj, encrypted, journal (no fsync)", theirs))
+        ratio = ours["throughput"]["committed_per_s"] / theirs["throughput"]["committed_per_s"]
+        ratio_off = ours_nofsync["throughput"]["committed_per_s"] / theirs["throughput"]["committed_per_s"]
+        lines.append(
+            f"| {n}: ratio garlicfarm / PySyncObj | {ratio:.2f} (fsync on), {ratio_off:.2f} (fsync off) "
+            "| | | | | |"
+        )
+        print("\n".join(lines), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

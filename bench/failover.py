@@ -1,0 +1,143 @@
+"""Failover: time from kill -9 of the leader to the next committed entry, on a real farm over TLS.
+
+    python -m bench.failover [--nodes 3] [--trials 20] [--tick-ms 50] [--election-ticks 10]
+
+A prober in this process submits one 100-byte entry at a time (every 10 ms) to the node it believes
+leads, following "not the leader" answers and trying the next node when one does not answer within
+300 ms. Each trial: steady state, kill -9 the leader, wait for the first commit acknowledged after the
+kill, restart the killed node, let it catch up. The election timeout is drawn from
+[election_ticks, 2 x election_ticks) ticks of tick_ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import task
+from twisted.internet.defer import Deferred
+
+from bench.farm_bench import log_warnings_to_stderr, request
+from bench.stats import summary
+from bench.tuning import set_options
+from garlicfarm.config import load_config
+from garlicfarm.net.client import FarmClient
+from garlicfarm.net.connection import ClientConnection
+from garlicfarm.wire import NO_LEADER
+from tests.e2e.procfarm import ProcFarm
+
+
+class Prober:
+    def __init__(self, reactor: Any, client: FarmClient, nodes: list[int]) -> None:
+        self.reactor = reactor
+        self.client = client
+        self.nodes = nodes
+        self.target = nodes[0]
+        self.conns: dict[int, ClientConnection] = {}
+        self.commits: list[tuple[float, int]] = []  # (monotonic time, node that acknowledged)
+        self.running = True
+
+    def _next(self) -> None:
+        self.target = self.nodes[(self.nodes.index(self.target) + 1) % len(self.nodes)]
+
+    async def run(self) -> None:
+        while self.running:
+            target = self.target
+            try:
+                conn = self.conns.get(target)
+                if conn is None or conn.lost:
+                    conn = self.conns[target] = await self.client.connect(self.client.endpoints[target])
+                answer = await conn.request(request(), timeout=0.3)
+                if answer.accepted:
+                    self.commits.append((time.monotonic(), target))
+                elif answer.destination != NO_LEADER and answer.destination in self.nodes:
+                    self.target = answer.destination
+                else:
+                    self._next()
+            except Exception:
+                self.conns.pop(target, None)
+                self._next()
+            await task.deferLater(self.reactor, 0.01)
+
+    def leader(self) -> int | None:
+        """The node that acknowledged the last commit, if that was within the last 100 ms."""
+        if self.commits and time.monotonic() - self.commits[-1][0] < 0.1:
+            return self.commits[-1][1]
+        return None
+
+
+async def trials(reactor: Any, farm: ProcFarm, count: int) -> list[float]:
+    client = FarmClient(reactor, load_config(farm.config(1)), timeout=1.0)
+    prober = Prober(reactor, client, list(range(1, farm.n + 1)))
+    running = Deferred.fromCoroutine(prober.run())
+    times: list[float] = []
+    try:
+        while len(times) < count:
+            await task.deferLater(reactor, 2.0)  # steady state (and the restarted node caught up)
+            leader = prober.leader()
+            if leader is None:
+                continue
+            killed_at = time.monotonic()
+            os.kill(farm.procs.pop(leader).pid, signal.SIGKILL)
+            while not any(t > killed_at and node != leader for t, node in prober.commits):
+                await task.deferLater(reactor, 0.005)
+            first = next(t for t, node in prober.commits if t > killed_at and node != leader)
+            times.append(first - killed_at)
+            print(f"failover trial {len(times)}: {times[-1]:.3f} s (killed {leader})", file=sys.stderr)
+            prober.conns.pop(leader, None)
+            farm.start(leader)
+    finally:
+        prober.running = False
+        await running
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--tick-ms", type=int, default=50)
+    parser.add_argument("--election-ticks", type=int, default=10)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    log_warnings_to_stderr()
+    times: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        farm = ProcFarm(Path(tmp) / "farm", args.nodes)
+        for i in range(1, args.nodes + 1):
+            set_options(farm.config(i), "app", interval=3600)
+            set_options(farm.config(i), "raft", tick_ms=args.tick_ms, election_ticks=args.election_ticks)
+        farm.start_all()
+        try:
+            farm.wait_for_leader()
+
+            async def run(reactor: Any) -> None:
+                times.extend(await trials(reactor, farm, args.trials))
+
+            task.react(lambda reactor: Deferred.fromCoroutine(run(reactor)), [])
+        except SystemExit:
+            pass
+        finally:
+            farm.stop_all()
+    result = {
+        "nodes": args.nodes,
+        "trials": len(times),
+        "election_timeout_ms": [args.tick_ms * args.election_ticks, 2 * args.tick_ms * args.election_ticks],
+        **summary(times),
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

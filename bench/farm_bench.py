@@ -1,0 +1,226 @@
+"""Throughput and commit latency of a real garlicfarm farm: node processes over TLS on loopback.
+
+    python -m bench.farm_bench [--nodes 3] [--seconds 10] [--window 256] [--batch 1] [--no-fsync]
+
+A client in this process keeps WINDOW ClientRequests (of BATCH 100-byte Application entries each) in
+flight on one authenticated TLS connection to the leader (the protocol lets a client pipeline: answers
+come back in order). Throughput is committed entries per second; latency is submit -> "committed"
+answer, at low load (one request in flight) and high load (WINDOW in flight), to the leader and through
+a follower (the follower answers with the leader's id; the client resends there, as clients do).
+Resident size and CPU of every node are sampled at rest and under load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from twisted.internet import task
+from twisted.internet.defer import Deferred
+from twisted.logger import (
+    FilteringLogObserver,
+    LogLevel,
+    LogLevelFilterPredicate,
+    globalLogBeginner,
+    textFileLogObserver,
+)
+
+from bench.stats import percentile
+from bench.tuning import set_options
+from garlicfarm.config import load_config
+from garlicfarm.net.client import FarmClient
+from garlicfarm.net.connection import ClientConnection
+from garlicfarm.wire import Application, ClientRequest, LogEntry
+from tests.e2e.procfarm import ProcFarm
+
+PAYLOAD = json.dumps({"bench": "x" * 88}, separators=(",", ":")).encode()
+assert len(PAYLOAD) == 100
+
+
+def request(batch: int = 1) -> ClientRequest:
+    return ClientRequest(entries=tuple(LogEntry(0, Application(PAYLOAD)) for _ in range(batch)))
+
+
+async def pipelined(
+    conn: ClientConnection,
+    seconds: float,
+    window: int,
+    batch: int = 1,
+    leader: ClientConnection | None = None,
+) -> dict[str, float]:
+    """Keep ``window`` requests of ``batch`` entries in flight for ``seconds``.
+
+    With ``leader``, ``conn`` is a follower: it answers "not the leader" (naming it) and the request
+    is sent again to the leader, as a client does; latency counts both legs.
+    """
+    latencies: list[float] = []
+    done: Deferred[None] = Deferred()
+    end = time.perf_counter() + seconds
+    outstanding = 0
+    failures = 0
+
+    def send() -> None:
+        nonlocal outstanding
+        outstanding += 1
+        started = time.perf_counter()
+        d = conn.request(request(batch), timeout=30)
+        if leader is not None:
+            d.addCallback(
+                lambda answer: answer if answer.accepted else leader.request(request(batch), timeout=30)
+            )
+        d.addCallbacks(answered, failed, callbackArgs=(started,))
+
+    def answered(response: Any, started: float) -> None:
+        nonlocal outstanding, failures
+        outstanding -= 1
+        if response.accepted:
+            latencies.append(time.perf_counter() - started)
+        else:
+            failures += 1
+        step()
+
+    def failed(_: object) -> None:
+        nonlocal outstanding, failures
+        outstanding -= 1
+        failures += 1
+        step()
+
+    def step() -> None:
+        if time.perf_counter() < end and not conn.lost:
+            send()
+        elif outstanding == 0 and not done.called:
+            done.callback(None)
+
+    started = time.perf_counter()
+    for _ in range(window):
+        send()
+    await done
+    elapsed = time.perf_counter() - started
+    ms = [x * 1000 for x in latencies]
+    return {
+        "committed_per_s": len(latencies) * batch / elapsed,
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "failures": failures,
+        "count": len(latencies) * batch,
+    }
+
+
+class Sampler:
+    """Resident size and CPU of the node processes (and this client), sampled while a phase runs."""
+
+    def __init__(self, reactor: Any, farm: ProcFarm) -> None:
+        self.procs = {i: psutil.Process(p.pid) for i, p in farm.procs.items()}
+        self.procs[0] = psutil.Process()  # the client
+        self.rss: dict[int, float] = {}
+        self.loop = task.LoopingCall(self.sample)
+        self.loop.clock = reactor
+
+    def sample(self) -> None:
+        for i, proc in self.procs.items():
+            self.rss[i] = max(self.rss.get(i, 0.0), proc.memory_info().rss / 2**20)
+
+    def start(self) -> None:
+        self.rss.clear()
+        for proc in self.procs.values():
+            proc.cpu_percent()  # starts the interval
+        self.loop.start(0.5)
+
+    def stop(self) -> dict[str, Any]:
+        self.loop.stop()
+        cpu = {i: proc.cpu_percent() for i, proc in self.procs.items()}
+        return {
+            "rss_mb_max_node": max(v for i, v in self.rss.items() if i),
+            "cpu_percent": {("client" if i == 0 else f"node{i}"): round(v) for i, v in cpu.items()},
+        }
+
+
+async def measure(reactor: Any, farm: ProcFarm, seconds: float, window: int, batch: int) -> dict[str, Any]:
+    client = FarmClient(reactor, load_config(farm.config(1)))
+    status = await client.status()
+    leader_id = status["leader"]
+    leader = await client.connect(client.endpoints[leader_id])
+    follower_id = next(i for i in client.endpoints if i != leader_id)
+    follower = await client.connect(client.endpoints[follower_id])
+    sampler = Sampler(reactor, farm)
+    sampler.start()
+    await task.deferLater(reactor, 1.0)
+    at_rest = sampler.stop()
+    await pipelined(leader, 2, 64)  # warm up
+    sampler.start()
+    throughput = await pipelined(leader, seconds, window, batch)
+    under_load = sampler.stop()
+    results = {
+        "leader": leader_id,
+        "throughput": throughput,
+        "rss_mb_per_node_at_rest": at_rest["rss_mb_max_node"],
+        "rss_mb_per_node_under_load": under_load["rss_mb_max_node"],
+        "cpu_percent_under_load": under_load["cpu_percent"],
+        "latency_low_load_leader": await pipelined(leader, seconds / 2, 1),
+        "latency_low_load_via_follower": await pipelined(follower, seconds / 2, 1, leader=leader),
+        "latency_high_load_via_follower": await pipelined(follower, seconds / 2, window, leader=leader),
+    }
+    for conn in (leader, follower):
+        conn.transport.loseConnection()  # type: ignore[union-attr]
+    return results
+
+
+def log_warnings_to_stderr() -> None:
+    """The client side's warnings (a dropped connection and why) on stderr, beside the results."""
+    observer = FilteringLogObserver(
+        textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.info)]
+    )
+    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--window", type=int, default=256, help="requests in flight at high load")
+    parser.add_argument("--batch", type=int, default=1, help="entries per ClientRequest at high load")
+    parser.add_argument("--no-fsync", action="store_true", help="[storage] fsync = false on every node")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    log_warnings_to_stderr()
+    with tempfile.TemporaryDirectory() as tmp:
+        farm = ProcFarm(Path(tmp) / "farm", args.nodes)
+        for i in range(1, args.nodes + 1):
+            set_options(farm.config(i), "app", interval=3600)  # status reports out of the measurement
+            if args.no_fsync:
+                set_options(farm.config(i), "storage", fsync=False)
+        farm.start_all()
+        try:
+            farm.wait_for_leader()
+            box: dict[str, Any] = {}
+
+            async def run(reactor: Any) -> None:
+                box.update(await measure(reactor, farm, args.seconds, args.window, args.batch))
+
+            task.react(lambda reactor: Deferred.fromCoroutine(run(reactor)), [])
+        except SystemExit:
+            pass
+        finally:
+            farm.stop_all()
+    result = {
+        "nodes": args.nodes,
+        "fsync": not args.no_fsync,
+        "window": args.window,
+        "batch": args.batch,
+        **box,
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
