@@ -44,6 +44,9 @@ async def run(reactor: Any, farm: ProcFarm, entries: int) -> dict[str, Any]:
     filled = 0
     started = time.perf_counter()
     while filled < entries:
+        if leader.lost:  # a leader change (the machine is shared): find the new one
+            status = await client.status()
+            leader = await client.connect(client.endpoints[status["leader"]])
         result = await pipelined(leader, 2.0, 32, BATCH)
         filled += int(result["count"])
         print(f"filled {filled:,} entries", file=sys.stderr)

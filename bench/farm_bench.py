@@ -173,9 +173,9 @@ async def measure(reactor: Any, farm: ProcFarm, seconds: float, window: int, bat
 
 def log_warnings_to_stderr() -> None:
     """The client side's warnings (a dropped connection and why) on stderr, beside the results."""
-    observer = FilteringLogObserver(
-        textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.info)]
-    )
+    levels = LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)
+    levels.setLogLevelForNamespace("garlicfarm", LogLevel.info)
+    observer = FilteringLogObserver(textFileLogObserver(sys.stderr), [levels])
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
 
 

@@ -74,6 +74,9 @@ class _Joining:
     idle_ticks: int = 0
     #: it answered the JoinClusterRequest: what is resent after silence is the SyncLog, not the invitation
     accepted: bool = False
+    #: the last index the latest SyncLog carried: answers to older copies (resent after silence) must
+    #: not each trigger another send, or copies pile up behind a slow server
+    sent_upto: int = 0
 
 
 @attrs.define
@@ -315,10 +318,9 @@ class RaftCore:
         committed: tuple[tuple[int, LogEntry], ...] = ()
         if self.commit > self.applied:
             lo = self.applied + 1
-            committed = tuple(
-                zip(range(lo, self.commit + 1), self.log.slice(lo, self.commit + 1), strict=True)
-            )
-            self.applied = self.commit
+            hi = min(self.commit, self.applied + self.options.max_apply_per_ready)
+            committed = tuple(zip(range(lo, hi + 1), self.log.slice(lo, hi + 1), strict=True))
+            self.applied = hi
         ready = Ready(
             snapshot=self._installed,
             hard_state=hard_state,
@@ -830,10 +832,14 @@ class RaftCore:
             if not m.accepted:
                 self._abandon_join()
                 return
+            if joining.accepted:
+                return  # the answer to a resent invitation: the SyncLog it asked for is on its way
             joining.accepted = True
             pr.next = max(1, min(m.next_index, self.log.last_index + 1))
         elif m.accepted:
             pr.acknowledge(m.next_index - 1)
+            if m.next_index - 1 < joining.sent_upto:
+                return  # an answer to an older copy: the latest SyncLog is still on its way
         else:
             pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
         if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
@@ -866,6 +872,7 @@ class RaftCore:
             entries=(LogEntry(self.term, LogPack(tuple(entries))),),
         )
         self._sends.append(Send(server.id, sync, server.endpoint))
+        joining.sent_upto = prev + len(entries)
         pr.paused = True
 
     def _finish_join(self) -> None:

@@ -264,11 +264,18 @@ class RaftDriver:
             self._again = True
             return
         self._processing = True
+        handled = 0
         try:
             while self.running and (self._again or self.core.has_ready()):
+                if self.group_commit and handled >= 2:
+                    # A backlog (thousands of entries to apply): let ticks and I/O run between
+                    # Readies, or heartbeats wait behind it and followers start elections.
+                    self._soon()
+                    break
                 self._again = False
                 if self.core.has_ready():
                     self._handle(self.core.ready())
+                    handled += 1
         except StorageError:
             failure = Failure()
             self.log.failure(

@@ -36,6 +36,9 @@ class RaftOptions:
     max_bytes_per_append: int = 1024 * 1024
     #: AppendEntries a leader may have in flight to one follower (pipelining)
     max_inflight: int = 32
+    #: committed entries handed to the state machine per Ready: the driver yields to the reactor
+    #: between Readies, so a big backlog cannot hold heartbeats back for seconds
+    max_apply_per_ready: int = 1024
     pre_vote: bool = True
     check_quorum: bool = True
     #: bytes of snapshot per InstallSnapshotRequest (JRaft sends 4 KiB)

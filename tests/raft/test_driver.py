@@ -256,3 +256,22 @@ def test_cluster_sizes(n: int) -> None:
     leader = leader_of(drivers)
     index = result_of(_submit_and_run(clock, leader, b"[1]"))
     assert all((index, b"[1]") in applied[i] for i in drivers)
+
+
+def test_a_backlog_is_applied_across_reactor_turns() -> None:
+    """Thousands of committed entries are applied a Ready at a time, yielding between Readies, so
+    ticks (heartbeats) are never held back for long."""
+    clock, drivers, applied = make_cluster(1)
+    run(clock, 0.5)
+    leader = leader_of(drivers)
+    limit = leader.core.options.max_apply_per_ready
+    submitted = [leader.submit(b"[%d]" % i) for i in range(3 * limit)]
+    drain = leader._drain
+    assert drain is not None and drain.active()
+    drain.cancel()
+    leader._process()  # one reactor turn: persist, commit (a single node), apply two Readies' worth
+    assert 0 < len(applied[1]) <= 2 * limit
+    assert leader._drain is not None and leader._drain.active()  # the rest in a later turn
+    clock.advance(0)  # (a Clock runs the later turns at once; the reactor runs ticks and I/O between)
+    assert len(applied[1]) >= 3 * limit
+    assert all(result_of(d) > 0 for d in submitted)
