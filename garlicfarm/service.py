@@ -147,11 +147,13 @@ class GarlicFarmService(MultiService):
         return Configuration(0, 0, servers)
 
     def _lookup(self, server_id: int) -> str | None:
+        # The operator's [peers] entry wins over the endpoint the log advertises: it is how this node
+        # reaches that server from where it stands (NAT, a tunnel, a proxy — the chaos test's proxy).
         core = self.driver.core
         return (
-            core.config.endpoint_of(server_id)
+            self.config.peers.get(server_id)
+            or core.config.endpoint_of(server_id)
             or (core.join_config.endpoint_of(server_id) if core.join_config else None)
-            or self.config.peers.get(server_id)
         )
 
     def _endpoint_for(self, uri: str) -> Any:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import farm, init, inspect, simulate
+from garlicfarm.cli import chaos, farm, init, inspect, simulate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_parsers(sub)
     simulate.add_parser(sub)
+    chaos.add_parser(sub)
     init.add_parser(sub)
     farm.add_parsers(sub)
     return parser
@@ -28,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args, sys.stdin, sys.stdout)
-    except simulate.SimulationFailed:
+    except (simulate.SimulationFailed, chaos.ChaosFailed):
         return 1
     except (inspect.InspectError, farm.FarmCommandError, init.InitError) as e:
         sys.stderr.write(f"garlicfarm {args.command}: {e}\n")
