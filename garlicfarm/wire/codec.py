@@ -331,6 +331,11 @@ def _decode_log_pack(data: bytes, limits: Limits, base: int) -> LogPack:
     entries: list[LogEntry] = []
     for i in range(count):
         lo, hi = bounds[i], bounds[i + 1]
+        if hi > log_len:  # an offset past the data (lo is the previous hi, so it was checked)
+            raise InvalidPayload(
+                f"LogPack entry {i} spans log bytes {lo}..{hi}, outside the {log_len} bytes of log data",
+                base,
+            )
         if hi - lo < _LOG_RECORD_HEAD.size:
             raise InvalidPayload(
                 f"LogPack entry {i} spans {hi - lo} bytes, needs at least {_LOG_RECORD_HEAD.size}",
