@@ -21,7 +21,7 @@ cert = "node-1.pem"
 key = "node-1.key"
 pins = []                                  # peers' certificate SHA-256 fingerprints, for farms without a CA
 
-[peers]                                    # the members a new farm starts with: id = endpoint
+[peers]                                    # the founding members: id = endpoint (wins over the log's)
 1 = "tcp://127.0.0.1:9001"
 2 = "tcp://127.0.0.1:9002"
 
