@@ -110,7 +110,8 @@ class AdminSite:
         self.farms.pop(cluster, None)
 
     def http_factory(self) -> server.Site:
-        site = _QuietSite(self.resource)  # type: ignore[no-untyped-call]
+        # the site's own clock for request timeouts too, not the global reactor (tests drive a Clock)
+        site = _QuietSite(self.resource, reactor=self.reactor)  # type: ignore[no-untyped-call]
         site.requestFactory = AdminRequest
         site.displayTracebacks = False
         return site

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api  # the test extra installs it
 
 from tests.admin.consolefarm import ConsoleFarm
 
 pytestmark = pytest.mark.e2e
 
 CHROMIUM = "/usr/bin/chromium"
-sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 
@@ -39,7 +39,7 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleFarm]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (the project's set-up installs it)")
+        pytest.fail(f"{CHROMIUM} is not installed: run scripts/system-deps.sh (Debian's chromium)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         yield browser

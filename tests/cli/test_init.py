@@ -43,10 +43,12 @@ def free_base(nodes: int) -> int:
 
 @contextlib.contextmanager
 def listening() -> Iterator[int]:
+    """A listening port whose neighbours are free (the tests put node 1 just below it, node 3 above)."""
+    base = free_base(3)
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("127.0.0.1", base + 1))
         s.listen()
-        yield int(s.getsockname()[1])
+        yield base + 1
 
 
 def mode(path: Path) -> int:
