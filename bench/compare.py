@@ -78,8 +78,8 @@ def main() -> None:
             "| | | | | |"
         )
         print("\n".join(lines), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        if args.json:  # after every farm size: a long run interrupted keeps what it measured
+            args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

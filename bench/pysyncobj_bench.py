@@ -41,8 +41,10 @@ class PySyncObjFarm:
         self.procs: dict[int, subprocess.Popen[str]] = {}
         self.lines: queue.Queue[tuple[int, str]] = queue.Queue()
         self.leader: int | None = None
+        self.views: dict[int, int] = {}
 
     def start(self, port: int) -> None:
+        self.views.pop(port, None)
         argv = [sys.executable, "-m", "bench.pysyncobj_node", "--port", str(port), "--dir", str(self.dir)]
         argv += ["--partners", *(str(p) for p in self.ports if p != port), "--password", "bench-secret"]
         argv += ["--journal"] if self.journal else []
@@ -55,7 +57,10 @@ class PySyncObjFarm:
     def _read(self, port: int, stream: IO[str] | None) -> None:
         assert stream is not None
         for line in stream:
-            self.lines.put((port, line.strip()))
+            if line.startswith("leader "):
+                self.views[port] = int(line.split()[1])  # what each node last said leads
+            else:
+                self.lines.put((port, line.strip()))
 
     def start_all(self) -> None:
         for port in self.ports:
@@ -63,19 +68,13 @@ class PySyncObjFarm:
 
     def wait_for_leader(self, timeout: float = 30.0, excluding: int | None = None) -> int:
         deadline = time.monotonic() + timeout
-        views: dict[int, int] = {}
         while time.monotonic() < deadline:
-            try:
-                port, line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line.startswith("leader "):
-                views[port] = int(line.split()[1])
-                live = {p: v for p, v in views.items() if p in self.procs and v != excluding}
-                agreed = set(live.values())
-                if len(live) == len(self.procs) and len(agreed) == 1:
-                    self.leader = agreed.pop()
-                    return self.leader
+            live = {p: v for p, v in self.views.items() if p in self.procs and v != excluding}
+            agreed = set(live.values())
+            if len(live) == len(self.procs) and len(agreed) == 1:
+                self.leader = agreed.pop()
+                return self.leader
+            time.sleep(0.05)
         raise AssertionError(f"PySyncObj elected no leader within {timeout}s; logs in {self.dir}")
 
     def run_task(self, name: str, on: str, seconds: float, window: int) -> dict[str, Any]:
@@ -126,12 +125,14 @@ def throughput(nodes: int, seconds: float, journal: bool, window: int) -> dict[s
             time.sleep(1.0)  # let every node finish connecting
             rest = farm.rss_mb()
             farm.run_task("warmup", "leader", 2, 64)
+            tput = farm.run_task("tput", "leader", seconds, window)
             return {
                 "nodes": nodes,
                 "journal": journal,
+                "rss_mb_per_node_under_load": tput["rss_mb_per_node_under_load"],
                 "window": window,
                 "rss_mb_per_node_at_rest": rest,
-                "throughput": farm.run_task("tput", "leader", seconds, window),
+                "throughput": tput,
                 "latency_low_load_leader": farm.run_task("low", "leader", seconds / 2, 1),
                 "latency_low_load_via_follower": farm.run_task("lowf", "follower", seconds / 2, 1),
                 "latency_high_load_via_follower": farm.run_task("highf", "follower", seconds / 2, window),
@@ -149,6 +150,8 @@ def failover(nodes: int, trials: int) -> dict[str, Any]:
         try:
             for trial in range(trials):
                 leader = farm.wait_for_leader(timeout=60)
+                if leader not in farm.procs:
+                    continue
                 time.sleep(1.0)  # steady state: probes committing
                 while not farm.lines.empty():
                     farm.lines.get_nowait()
@@ -157,7 +160,7 @@ def failover(nodes: int, trials: int) -> dict[str, Any]:
                 while True:
                     _port, line = farm.lines.get(timeout=60)
                     if line.startswith("commit ") and float(line.split()[1]) > killed_at:
-                        times.append(float(line.split()[1]) - killed_at)
+                        times.append(float(line.split()[2]) - killed_at)
                         break
                 farm.start(leader)
                 print(f"pysyncobj failover trial {trial + 1}: {times[-1]:.3f} s", file=sys.stderr)

@@ -5,7 +5,8 @@ the leader). So the load runs inside a node process, single-threaded (``autoTick
 ``doTick``), which is the fastest way to drive it. The driver talks to the nodes through files in
 ``--dir``: ``go-<task>`` asks for a measurement, ``result-<task>-<port>.json`` answers, ``stop`` ends.
 Every node also prints ``leader <port>`` when it sees a leader and, in ``--probe`` mode, one
-``commit <monotonic>`` line for every committed probe (the failover benchmark).
+``commit <submitted> <committed>`` line (monotonic clock) for every committed probe (the failover
+benchmark: only probes submitted after the kill count, not old ones whose commit arrives late).
 """
 
 from __future__ import annotations
@@ -108,9 +109,9 @@ def main() -> None:
         if args.probe and time.monotonic() >= next_probe and leader is not None:
             next_probe = time.monotonic() + 0.01
 
-            def probed(result: Any, error: Any) -> None:
+            def probed(result: Any, error: Any, submitted: float = time.monotonic()) -> None:
                 if error == 0:
-                    print(f"commit {time.monotonic():.6f}", flush=True)
+                    print(f"commit {submitted:.6f} {time.monotonic():.6f}", flush=True)
 
             obj.append(PAYLOAD, callback=probed)
         is_leader = leader is not None and str(leader) == me

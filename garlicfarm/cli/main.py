@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import chaos, farm, init, inspect, simulate
+from garlicfarm.cli import chaos, farm, init, inspect, pipeline, simulate
+from garlicfarm.pipeline.options import PipelineError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_parser(sub)
     init.add_parser(sub)
     farm.add_parsers(sub)
+    pipeline.add_parsers(sub)
     return parser
 
 
@@ -31,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.run(args, sys.stdin, sys.stdout)
     except (simulate.SimulationFailed, chaos.ChaosFailed):
         return 1
-    except (inspect.InspectError, farm.FarmCommandError, init.InitError) as e:
+    except (inspect.InspectError, farm.FarmCommandError, init.InitError, PipelineError) as e:
         sys.stderr.write(f"garlicfarm {args.command}: {e}\n")
         return 1
     except OSError as e:

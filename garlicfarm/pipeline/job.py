@@ -1,0 +1,323 @@
+"""The pipeline job: archive in, Parquet tables and report.html out. Also a ``spark-submit`` application::
+
+    spark-submit --py-files garlicfarm.zip garlicfarm/pipeline/job.py --archive URI --out URI
+    python -m garlicfarm.pipeline --archive DIR --out DIR      # starts a local Spark itself
+
+Stages (each logged with its time; Spark's console progress bar shows the tasks of each):
+
+1. read every line and check it with the schema's own code; keep the result (memory, then disk);
+2. write the rejects;
+3. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights;
+4. member health, which joins the timeline written in 3;
+5. the report, from the tables just written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import urlparse
+
+import attrs
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the usual name
+
+from garlicfarm.pipeline import report
+from garlicfarm.pipeline.health import member_health
+from garlicfarm.pipeline.options import (
+    PipelineError,
+    PipelineOptions,
+    add_pipeline_arguments,
+    options_from,
+    spark_conf_from,
+)
+from garlicfarm.pipeline.records import read_archive
+from garlicfarm.pipeline.replay import replay_farms, timeline_table, weights_table
+from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
+
+log = logging.getLogger(__name__)
+
+TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
+MAX_REJECT_REASONS = 10
+
+
+@attrs.frozen
+class PipelineSummary:
+    lines: int
+    records: int  #: valid status records, copies from several nodes included
+    unique_records: int
+    rejected: int
+    farms: int
+    members: int
+    windows: int
+    publisher_changes: int
+    seconds: float
+    reject_kinds: dict[str, int]
+
+    def describe(self) -> list[str]:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.reject_kinds.items())) or "none"
+        return [
+            f"{self.lines:,} lines: {self.records:,} valid status records ({self.unique_records:,} unique), "
+            f"{self.rejected:,} rejected ({kinds})",
+            f"{self.farms} farms, {self.members} members, {self.windows:,} windows, "
+            f"{self.publisher_changes:,} publisher changes",
+            f"done in {self.seconds:.1f} s",
+        ]
+
+
+def table_uri(out: str, name: str) -> str:
+    return f"{out.rstrip('/')}/{name}"
+
+
+def _is_local(uri: str) -> bool:
+    return urlparse(uri).scheme in ("", "file")
+
+
+def _local_path(uri: str) -> Path:
+    parsed = urlparse(uri)
+    return Path(parsed.path if parsed.scheme == "file" else uri)
+
+
+@contextlib.contextmanager
+def _stage(name: str) -> Iterator[None]:
+    log.info("%s ...", name)
+    started = time.monotonic()
+    yield
+    log.info("%s: done in %.1f s", name, time.monotonic() - started)
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    """A small file next to the tables: local paths directly, anything else through Hadoop."""
+    data = text.encode("utf-8")
+    if _is_local(uri):
+        path = _local_path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    target = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    stream = fs.create(target, True)
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()
+
+
+def check_archive(uri: str) -> None:
+    """Fail early, before Spark starts, on a local archive that is not there."""
+    if _is_local(uri) and not _local_path(uri).is_dir():
+        raise PipelineError(f"no archive directory at {uri}")
+
+
+def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSummary:
+    started = time.monotonic()
+    for key, value in REQUIRED_CONF.items():
+        spark.conf.set(key, value)
+    check_archive(options.archive)
+    out = options.out
+    try:
+        parsed = read_archive(spark, options.archive).persist(StorageLevel.MEMORY_AND_DISK)
+    except AnalysisException as e:
+        raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
+    windows: DataFrame | None = None
+    try:
+        with _stage("reading and checking the archive"):
+            per_farm = parsed.groupBy("ok", "cluster").count().collect()
+        counts = {ok: sum(int(r["count"]) for r in per_farm if r["ok"] is ok) for ok in (True, False)}
+        farms = sum(1 for r in per_farm if r["ok"])
+        log.info("%d valid status records, %d rejected lines", counts.get(True, 0), counts.get(False, 0))
+        with _stage("writing rejects"):
+            parsed.where(~F.col("ok")).select(
+                "partition", "file", "cluster", "index", "kind", "reason", "line"
+            ).write.mode("overwrite").parquet(table_uri(out, "rejects"))
+        valid = parsed.where(F.col("ok"))
+        with _stage("replaying each farm's log (publisher timeline, Meta LS2 weights)"):
+            windows = replay_farms(valid, options.window_ms, farms).persist(StorageLevel.MEMORY_AND_DISK)
+            timeline_table(windows, options.window_ms).write.mode("overwrite").parquet(
+                table_uri(out, "publisher_timeline")
+            )
+            weights_table(windows, options.window_ms).write.mode("overwrite").parquet(
+                table_uri(out, "destination_weights")
+            )
+        timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
+        with _stage("member health"):
+            member_health(valid, timeline, options.interval_ms).write.mode("overwrite").parquet(
+                table_uri(out, "member_health")
+            )
+        with _stage("report"):
+            data, summary = _collect(spark, options, counts, started)
+            write_text(spark, table_uri(out, "report.html"), report.render(data))
+    finally:
+        parsed.unpersist()
+        if windows is not None:
+            windows.unpersist()
+    summary = attrs.evolve(summary, seconds=time.monotonic() - started)
+    log.info("pipeline done in %.1f s", summary.seconds)
+    return summary
+
+
+def _collect(
+    spark: SparkSession, options: PipelineOptions, counts: dict[bool, int], started: float
+) -> tuple[report.ReportData, PipelineSummary]:
+    out = options.out
+    timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
+    health = spark.read.parquet(table_uri(out, "member_health"))
+    rejects = spark.read.parquet(table_uri(out, "rejects"))
+    farms = sorted(row["cluster"] for row in timeline.select("cluster").distinct().collect())
+    drawn = farms[: options.report_farms]
+    timelines: dict[str, list[tuple[int, int | None]]] = {farm: [] for farm in drawn}
+    if drawn:
+        points = (
+            timeline.where(F.col("cluster").isin(drawn))
+            .select("cluster", F.unix_millis("window_start").alias("t"), "publisher")
+            .orderBy("cluster", "t")
+            .collect()
+        )
+        for row in points:
+            timelines[row["cluster"]].append((int(row["t"]), row["publisher"]))
+    changes = [
+        (row["day"], row["cluster"], int(row["n"]))
+        for row in timeline.groupBy("day", "cluster").agg(F.sum("changes").alias("n")).collect()
+    ]
+    members = [
+        report.MemberSummary(
+            cluster=row["cluster"],
+            id=int(row["id"]),
+            days=int(row["days"]),
+            reports=int(row["reports"]),
+            gaps=int(row["gaps"]),
+            missed_reports=int(row["missed"]),
+            longest_gap_s=float(row["longest"]),
+            unhealthy_reports=int(row["unhealthy"]),
+            restarts=int(row["restarts"]),
+            uptime_max_ms=int(row["uptime"]),
+            bandwidth_p50=int(row["bw"]),
+            tunnels_p50=int(row["tunnels"]),
+            publisher_windows=int(row["published"]),
+        )
+        for row in health.groupBy("cluster", "id")
+        .agg(
+            F.count(F.lit(1)).alias("days"),
+            F.sum("reports").alias("reports"),
+            F.sum("gaps").alias("gaps"),
+            F.sum("missed_reports").alias("missed"),
+            F.max("longest_gap_s").alias("longest"),
+            F.sum("unhealthy_reports").alias("unhealthy"),
+            F.sum("restarts").alias("restarts"),
+            F.max("uptime_max_ms").alias("uptime"),
+            F.percentile_approx("bandwidth_p50", 0.5).alias("bw"),
+            F.percentile_approx("tunnels_p50", 0.5).alias("tunnels"),
+            F.sum("publisher_windows").alias("published"),
+        )
+        .orderBy("cluster", "id")
+        .collect()
+    ]
+    reject_kinds = {row["kind"]: int(row["count"]) for row in rejects.groupBy("kind").count().collect()}
+    reasons = [
+        (row["kind"], row["reason"], int(row["count"]))
+        for row in rejects.groupBy("kind", "reason")
+        .count()
+        .orderBy(F.desc("count"), "kind", "reason")
+        .limit(MAX_REJECT_REASONS)
+        .collect()
+    ]
+    totals = timeline.agg(F.count(F.lit(1)).alias("windows"), F.sum("changes").alias("changes")).first()
+    span = health.agg(F.min("day").alias("first"), F.max("day").alias("last")).first()
+    windows = int(totals["windows"]) if totals is not None else 0
+    publisher_changes = int(totals["changes"] or 0) if totals is not None else 0
+    unique = sum(m.reports for m in members)
+    summary = PipelineSummary(
+        lines=counts.get(True, 0) + counts.get(False, 0),
+        records=counts.get(True, 0),
+        unique_records=unique,
+        rejected=counts.get(False, 0),
+        farms=len(farms),
+        members=len(members),
+        windows=windows,
+        publisher_changes=publisher_changes,
+        seconds=time.monotonic() - started,
+        reject_kinds=reject_kinds,
+    )
+    days = f"{span['first']} to {span['last']}" if span is not None and span["first"] is not None else "none"
+    data = report.ReportData(
+        title="Garlic Farm telemetry",
+        summary=[
+            ("archive", options.archive),
+            ("generated", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
+            ("days", days),
+            ("lines read", f"{summary.lines:,}"),
+            ("valid status records", f"{summary.records:,} ({unique:,} unique)"),
+            ("rejected lines", f"{summary.rejected:,}"),
+            ("farms / members", f"{summary.farms} / {summary.members}"),
+            ("windows", f"{windows:,} of {options.window_ms // 1000} s"),
+            ("publisher changes", f"{publisher_changes:,}"),
+            (
+                "reporting interval",
+                "each member's median gap"
+                if options.interval_ms is None
+                else f"{options.interval_ms / 1000:g} s",
+            ),
+        ],
+        timelines=timelines,
+        farms_total=len(farms),
+        changes_per_day=changes,
+        members=members,
+        reject_kinds=sorted(reject_kinds.items(), key=lambda kv: (-kv[1], kv[0])),
+        reject_reasons=reasons,
+    )
+    return data, summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="garlicfarm-pipeline", description="The farm's telemetry archive on Spark (docs/pipeline.md)."
+    )
+    add_pipeline_arguments(parser)
+    return parser
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def run_from_args(args: argparse.Namespace, stdout: TextIO) -> PipelineSummary:
+    """Options to session to run to summary on ``stdout``: the CLI and spark-submit alike."""
+    options = options_from(args)
+    conf = spark_conf_from(args)
+    check_archive(options.archive)
+    spark = build_session(args.master, driver_memory=args.driver_memory, conf=conf)
+    try:
+        summary = run_pipeline(spark, options)
+    finally:
+        spark.stop()
+    for line in summary.describe():
+        stdout.write(line + "\n")
+    stdout.write(f"tables and report.html in {options.out}\n")
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    try:
+        run_from_args(args, sys.stdout)
+    except PipelineError as e:
+        sys.stderr.write(f"garlicfarm-pipeline: {e}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
