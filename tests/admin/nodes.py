@@ -119,23 +119,17 @@ class Browser:
             if transport.value():  # (h11 takes empty bytes for the end of the connection)
                 client.receive_data(transport.value())
                 transport.clear()
-            event = client.next_event()
-            while event is not h11.NEED_DATA:
+            while (event := client.next_event()) is not h11.NEED_DATA:
                 if isinstance(event, h11.Response):
                     status = event.status_code
                     got = [(k.decode().lower(), v.decode()) for k, v in event.headers]
                 elif isinstance(event, h11.Data):
                     chunks.append(bytes(event.data))
                 elif isinstance(event, h11.EndOfMessage):
-                    break
-                event = client.next_event()
-            if isinstance(event, h11.EndOfMessage):
-                break
+                    protocol.connectionLost(None)
+                    return Response(status, got, b"".join(chunks))
             self.clock.advance(0)
-        else:
-            raise AssertionError(f"{method} {path}: no whole response after 200 reactor turns")
-        protocol.connectionLost(None)
-        return Response(status, got, b"".join(chunks))
+        raise AssertionError(f"{method} {path}: no whole response after 200 reactor turns")
 
     def request(
         self, method: str, path: str, headers: list[tuple[str, str]] | None = None, body: bytes = b""
