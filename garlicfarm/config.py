@@ -34,7 +34,9 @@ snapshot_every = 5000
 [limits]                                   # all optional
 handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade
 idle_timeout = 600.0                       # an inbound link silent this long is dropped
-max_inbound = 256                          # concurrent inbound connections
+max_inbound = 256                          # concurrent authenticated inbound connections
+max_unauthenticated = 64                   # connections still in TLS/upgrade (oldest pushed out)
+max_buffered = 67108864                    # bytes of partly received messages, all connections
 max_entries_size = 16777216                # bytes of log entries in one request
 
 [admin]                                    # optional: the web console (docs/admin.md)
@@ -85,6 +87,8 @@ class NodeConfig:
     handshake_timeout: float = 10.0
     idle_timeout: float = 600.0
     max_inbound: int = 256
+    max_unauthenticated: int = 64
+    max_buffered: int = 64 * 1024 * 1024
     max_entries_size: int = 16 * 1024 * 1024
     #: [storage] fsync = false: for benchmarks against stores that do not fsync; never in production
     fsync: bool = True
@@ -182,6 +186,10 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         handshake_timeout=reader.number(limits, "limits", "handshake_timeout", 0.1, 3600, 10.0),
         idle_timeout=reader.number(limits, "limits", "idle_timeout", 1, 10**7, 600.0),
         max_inbound=reader.integer(limits, "limits", "max_inbound", 1, 100_000, default=256),
+        max_unauthenticated=reader.integer(limits, "limits", "max_unauthenticated", 1, 100_000, default=64),
+        max_buffered=reader.integer(
+            limits, "limits", "max_buffered", 1024 * 1024, 2**40, default=64 * 1024 * 1024
+        ),
         fsync=fsync,
         max_entries_size=reader.integer(
             limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
