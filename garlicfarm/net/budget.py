@@ -64,6 +64,11 @@ class RateLimitedLog:
         #: lines written, for tests and status
         self.lines = 0
 
+    @property
+    def open_windows(self) -> int:
+        """Keys counting right now (each holds one delayed call)."""
+        return len(self._windows)
+
     def event(self, key: Hashable, fmt: str, **fields: Any) -> None:
         window = self._windows.get(key)
         if window is not None:
