@@ -13,7 +13,7 @@ from typing import Any
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
 
 
@@ -40,10 +40,12 @@ class CloseAtOnce(Protocol):
 
 
 class _Window:
-    __slots__ = ("count", "fields", "timer")
+    __slots__ = ("count", "fields", "fmt", "level", "timer")
 
-    def __init__(self, timer: IDelayedCall) -> None:
+    def __init__(self, timer: IDelayedCall, fmt: str, level: LogLevel) -> None:
         self.timer = timer
+        self.fmt = fmt
+        self.level = level
         self.count = 0
         self.fields: dict[str, Any] = {}
 
@@ -69,26 +71,31 @@ class RateLimitedLog:
         """Keys counting right now (each holds one delayed call)."""
         return len(self._windows)
 
-    def event(self, key: Hashable, fmt: str, **fields: Any) -> None:
+    def event(self, key: Hashable, fmt: str, level: LogLevel = LogLevel.warn, **fields: Any) -> None:
         window = self._windows.get(key)
         if window is not None:
             window.count += 1
-            window.fields = fields
+            window.fmt, window.fields = fmt, fields
             return
-        self._write(fmt, fields)
-        self._windows[key] = _Window(self._clock.callLater(self.interval, self._close, key, fmt))
+        self._write(level, fmt, fields)
+        self._open(key, fmt, level)
 
-    def _close(self, key: Hashable, fmt: str) -> None:
+    def _open(self, key: Hashable, fmt: str, level: LogLevel) -> None:
+        self._windows[key] = _Window(self._clock.callLater(self.interval, self._close, key), fmt, level)
+
+    def _close(self, key: Hashable) -> None:
         window = self._windows.pop(key)
         if window.count == 0:
             return
-        summary = f"{window.count} more in the last {self.interval:g} s, the latest: {fmt}"
-        self._write(summary, window.fields)
-        self._windows[key] = _Window(self._clock.callLater(self.interval, self._close, key, fmt))
+        self._summarise(window, f"in the last {self.interval:g} s")
+        self._open(key, window.fmt, window.level)
 
-    def _write(self, fmt: str, fields: dict[str, Any]) -> None:
+    def _summarise(self, window: _Window, when: str) -> None:
+        self._write(window.level, f"{window.count} more {when}, the latest: {window.fmt}", window.fields)
+
+    def _write(self, level: LogLevel, fmt: str, fields: dict[str, Any]) -> None:
         self.lines += 1
-        self._log.warn(fmt, **fields)
+        self._log.emit(level, fmt, **fields)
 
     def stop(self) -> None:
         """Write what is counted and cancel the timers (a stopped listener leaves no delayed calls)."""
@@ -96,7 +103,7 @@ class RateLimitedLog:
             window.timer.cancel()
             del self._windows[key]
             if window.count:
-                self._write(f"{window.count} more like the last line", window.fields)
+                self._summarise(window, "since the last line like it")
 
 
 class BufferBudget:

@@ -22,7 +22,7 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
 
 from garlicfarm.handshake import (
@@ -180,7 +180,8 @@ class ServerConnection(Protocol):
                     self._closing = True
                     self.transport.loseConnection()  # type: ignore[union-attr]
                 elif isinstance(event, Rejected):
-                    self._note("rejected", "handshake from {peer} refused: {why}", why=str(event))
+                    why = str(event)
+                    self._note("rejected", "handshake from {peer} refused: {why}", LogLevel.info, why=why)
                 elif isinstance(event, Authenticated):
                     self._upgraded(event)
             return
@@ -282,11 +283,11 @@ class ServerConnection(Protocol):
         if self.transport is not None:
             self.transport.abortConnection()  # type: ignore[attr-defined]
 
-    def _note(self, key: str, fmt: str, **fields: Any) -> None:
+    def _note(self, key: str, fmt: str, level: LogLevel = LogLevel.warn, **fields: Any) -> None:
         if self._admission is not None:
-            self._admission.events.event(key, fmt, peer=self.peer_name, **fields)
+            self._admission.events.event(key, fmt, level, peer=self.peer_name, **fields)
         else:
-            self.log.warn(fmt, peer=self.peer_name, **fields)
+            self.log.emit(level, fmt, peer=self.peer_name, **fields)
 
     @staticmethod
     def _cancel(call: IDelayedCall | None) -> None:

@@ -255,5 +255,7 @@ def test_stopping_the_listener_flushes_counts_and_leaves_no_timers(logs: Sequenc
     for _ in range(5):
         node.stranger()
     node.factory.doStop()
-    assert "2 more like the last line" in " ".join(lines(logs))
+    assert "2 more since the last line like it, the latest: closed an unauthenticated" in " ".join(
+        lines(logs)
+    )
     assert node.factory.events.open_windows == 0

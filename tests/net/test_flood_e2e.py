@@ -1,0 +1,143 @@
+"""A flood of unauthenticated connections against a real node process over TLS on loopback.
+
+1,000 connections that never speak, plus some that try TLS without a client certificate: an
+authenticated client still gets its status and commits its writes during the flood, the node's open
+file descriptors stay within its budget and return near the baseline afterwards, and the log holds a
+bounded number of refusal lines and no traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.procfarm import ProcFarm, cli
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+FLOOD = 1000
+NO_CERTIFICATE = 20
+#: [limits] max_unauthenticated's default
+PENDING_BUDGET = 64
+#: this test's ports (each helper of the project has its own range below the ephemeral range)
+PORTS = range(23100, 23200)
+
+
+def free_port() -> int:
+    for port in PORTS:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {PORTS}")
+
+
+class OneNode(ProcFarm):
+    """A one-node farm of a real process (it elects itself), on a port of this test's range."""
+
+    def __init__(self, directory: Path) -> None:  # noqa: super-init-not-called - init differs
+        self.dir = directory
+        self.n = 1
+        self.base = free_port()
+        cli("init", str(directory), "--nodes", "1", "--base-port", str(self.base))
+        self.procs = {}
+
+    @property
+    def pid(self) -> int:
+        return self.procs[1].pid
+
+    def fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def log(self) -> str:
+        return (self.dir / "node-1.log").read_text(errors="replace")
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[OneNode]:
+    farm = OneNode(tmp_path / "farm")
+    farm.start_all()
+    try:
+        farm.wait_for_leader(timeout=30)
+        yield farm
+    finally:
+        farm.stop_all()
+
+
+def silent(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def without_certificate(port: int) -> None:
+    """A TLS client that trusts anything and has no certificate: the node must refuse it."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        contextlib.suppress(OSError),  # refused during the handshake or right after it (TLS 1.3)
+        context.wrap_socket(raw) as tls,
+    ):
+        tls.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        tls.recv(100)
+
+
+def wait_for(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.1)  # a process's state from outside: nothing to wait on but polling
+    raise AssertionError(f"{what} within {timeout} s")
+
+
+def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
+    fds_before, rss_before = node.fds(), node.rss_kib()
+    flood: list[socket.socket] = []
+    try:
+        for i in range(FLOOD):
+            flood.append(silent(node.base))
+            if i % 100 == 99:
+                without_certificate(node.base)
+        for _ in range(NO_CERTIFICATE - FLOOD // 100):
+            without_certificate(node.base)
+        # while all 1,000 are still open on our side: an authenticated client gets in, and commits
+        status = node.status(1)
+        assert status is not None and status["role"] == "leader"
+        index = node.submit(1, {"flood": True})
+        node.wait_for_commit(index, [1], timeout=20)
+        fds_during = node.fds()
+        assert fds_during <= fds_before + PENDING_BUDGET + 16, (fds_before, fds_during)
+    finally:
+        for s in flood:
+            s.close()
+    wait_for(lambda: node.fds() <= fds_before + 4, 20, "the node's fds back near the baseline")
+    rss_after = node.rss_kib()
+    assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
+    log = node.log()
+    assert "Traceback" not in log
+    assert "AttributeError" not in log
+    evicted = [line for line in log.splitlines() if "unauthenticated connection" in line]
+    assert 1 <= len(evicted) <= 10, evicted
+    refused_tls = [line for line in log.splitlines() if "TLS handshake from 127.0.0.1 failed" in line]
+    assert 1 <= len(refused_tls) <= 10, refused_tls
+    print(  # the numbers for the record (pytest -s)
+        f"fds {fds_before} -> {fds_during} during -> {node.fds()} after; "
+        f"RSS {rss_before} -> {rss_after} KiB; log {len(log.splitlines())} lines, "
+        f"{len(evicted)} eviction lines, {len(refused_tls)} TLS refusal lines"
+    )
