@@ -4,7 +4,11 @@ twisted.web alone has neither: its idle timeout starts over on every byte, so a 
 byte a second keeps a connection (and its buffers) forever, and nothing caps how many it opens. Here
 each connection must deliver a whole request (head and body) within ``request_deadline`` seconds of
 connecting or of its previous answer, whatever it sends in between; while the site works on an answer
-the deadline is off (an action may wait for a commit). Refusals and expiries are logged rate-limited.
+the deadline is off (an action may wait for a commit).
+
+At the cap, a new connection pushes out the oldest one that owes a request (idle, or sending one), so
+slow or idle clients cannot keep an operator out; only when every connection waits for an answer is the
+new one closed. Refusals, evictions and expiries are logged rate-limited.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ class RequestDeadline(ProtocolWrapper):
     def makeConnection(self, transport: ITransport) -> None:
         super().makeConnection(transport)  # type: ignore[no-untyped-call]
         self.request_done()
+
+    @property
+    def owes_request(self) -> bool:
+        """The client owes us a request (the site owes it nothing)."""
+        return self._timer is not None and self._timer.active()
 
     def request_received(self) -> None:
         """A whole request is in: the site owes the answer, the client owes nothing."""
@@ -91,15 +100,31 @@ class LimitedSite(WrappingFactory[RequestDeadline]):
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol:  # type: ignore[override] # a refusal is no wrapper
         if len(self.protocols) >= self.max_connections:
+            idle = next((p for p in self.protocols if p.owes_request), None)
+            if idle is None:
+                self.events.event(
+                    "cap",
+                    "admin console: refused a connection from {peer}: "
+                    "{n} connections are open (the cap), all waiting for answers",
+                    peer=str(getattr(addr, "host", addr)),
+                    n=len(self.protocols),
+                )
+                return CloseAtOnce()
+            self.unregisterProtocol(idle)
+            peer = idle.getPeer()
             self.events.event(
-                "cap",
-                "admin console: refused a connection from {peer}: {n} connections are open (the cap)",
-                peer=str(getattr(addr, "host", addr)),
-                n=len(self.protocols),
+                "evicted",
+                "admin console: closed a connection from {peer} that owed a request: "
+                "{n} connections are open (the cap; the oldest goes first)",
+                peer=str(getattr(peer, "host", peer)),
+                n=self.max_connections,
             )
-            return CloseAtOnce()
+            idle.transport.abortConnection()
         protocol: Protocol = super().buildProtocol(addr)
         return protocol
+
+    def unregisterProtocol(self, p: RequestDeadline) -> None:
+        self.protocols.pop(p, None)  # an evicted connection leaves the count before it is gone
 
     def stopFactory(self) -> None:
         self.events.stop()

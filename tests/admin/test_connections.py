@@ -27,6 +27,20 @@ def lines(events: Sequence[LogEvent], word: str) -> list[str]:
     return [text for e in events if (text := formatEvent(e)) and word in text]
 
 
+class Slow(Resource):
+    """Answers when the test says so, like an action waiting for its commit."""
+
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[server.Request] = []
+
+    def render(self, request: server.Request) -> int:
+        self.waiting.append(request)
+        return server.NOT_DONE_YET
+
+
 def connect(factory: object) -> tuple[object, StringTransport]:
     protocol = factory.buildProtocol(ADDRESS)  # type: ignore[attr-defined]
     transport = StringTransport(peerAddress=ADDRESS)
@@ -34,26 +48,35 @@ def connect(factory: object) -> tuple[object, StringTransport]:
     return protocol, transport
 
 
-def test_connections_past_the_cap_are_closed_at_once(logs: Sequence[LogEvent]) -> None:
+def test_new_connections_push_out_the_oldest_that_owe_a_request(logs: Sequence[LogEvent]) -> None:
     clock = MemoryReactorClock()
     factory = AdminSite(clock, max_connections=10).http_factory()
-    kept = [connect(factory)[1] for _ in range(10)]
-    refused = [connect(factory)[1] for _ in range(1000)]
-    assert not any(t.disconnected for t in kept)
-    assert all(t.disconnected for t in refused)
+    transports = [connect(factory)[1] for _ in range(1000)]
+    assert all(t.disconnected for t in transports[:990])  # closed at once, the oldest first
+    assert not any(t.disconnected for t in transports[990:])
+    assert factory.open == 10
     clock.advance(10)
-    refusals = lines(logs, "refused a connection")
-    assert len(refusals) == 2
-    assert refusals[1].startswith("999 more in the last 10 s")
+    evictions = lines(logs, "owed a request")
+    assert len(evictions) == 2
+    assert evictions[1].startswith("989 more in the last 10 s")
 
 
-def test_a_closed_connection_frees_its_place(logs: Sequence[LogEvent]) -> None:
+def test_when_every_connection_waits_for_an_answer_new_ones_are_refused(logs: Sequence[LogEvent]) -> None:
     clock = MemoryReactorClock()
-    factory = AdminSite(clock, max_connections=1).http_factory()
-    first, _ = connect(factory)
-    assert connect(factory)[1].disconnected
-    first.connectionLost(None)  # type: ignore[attr-defined]
+    site = AdminSite(clock, max_connections=10)
+    slow = Slow()
+    site.resource = slow  # type: ignore[assignment]
+    factory = site.http_factory()
+    busy = [connect(factory) for _ in range(10)]
+    for protocol, _ in busy:
+        protocol.dataReceived(REQUEST)  # type: ignore[attr-defined]
+    refused = [connect(factory)[1] for _ in range(100)]
+    assert all(t.disconnected for t in refused)
+    assert not any(t.disconnected for _, t in busy)
+    assert len(lines(logs, "all waiting for answers")) == 1
+    slow.waiting[0].finish()  # answered: that connection owes the next request, so it may be pushed out
     assert not connect(factory)[1].disconnected
+    assert busy[0][1].disconnected
 
 
 def test_one_byte_a_second_does_not_keep_a_connection(logs: Sequence[LogEvent]) -> None:
@@ -84,20 +107,6 @@ def test_a_whole_request_is_answered_and_the_deadline_starts_again(logs: Sequenc
     assert not transport.disconnected
     clock.advance(1)
     assert transport.disconnected  # an idle keep-alive connection ends at the deadline too
-
-
-class Slow(Resource):
-    """Answers when the test says so, like an action waiting for its commit."""
-
-    isLeaf = True  # noqa: N815 - twisted.web's name
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waiting: list[server.Request] = []
-
-    def render(self, request: server.Request) -> int:
-        self.waiting.append(request)
-        return server.NOT_DONE_YET
 
 
 def test_no_deadline_while_the_site_works_on_an_answer(logs: Sequence[LogEvent]) -> None:
