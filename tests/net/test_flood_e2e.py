@@ -1,9 +1,11 @@
-"""A flood of unauthenticated connections against a real node process over TLS on loopback.
+"""Connection budgets against a real node process over TLS on loopback.
 
-1,000 connections that never speak, plus some that try TLS without a client certificate: an
-authenticated client still gets its status and commits its writes during the flood, the node's open
-file descriptors stay within its budget and return near the baseline afterwards, and the log holds a
-bounded number of refusal lines and no traceback.
+- 1,000 connections that never speak, plus some that try TLS without a client certificate: an
+  authenticated client still gets its status and commits its writes during the flood, the node's open
+  file descriptors stay within its budget and return near the baseline afterwards, and the log holds a
+  bounded number of refusal lines and no traceback.
+- Authenticated connections that park large partial messages: the node holds at most its
+  ``max_buffered`` bytes of them, drops the connections that would exceed it, and keeps committing.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import contextlib
 import os
 import socket
 import ssl
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from garlicfarm.handshake import ChallengeCache, ClientConfig, ClientHandshake, Reconnect, Upgraded
 from tests.e2e.procfarm import ProcFarm, cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -69,8 +73,12 @@ class OneNode(ProcFarm):
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[OneNode]:
+def node(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OneNode]:
     farm = OneNode(tmp_path / "farm")
+    limits = getattr(request, "param", "")
+    if limits:
+        with open(farm.config(1), "a") as f:
+            f.write(f"\n[limits]\n{limits}\n")
     farm.start_all()
     try:
         farm.wait_for_leader(timeout=30)
@@ -141,3 +149,61 @@ def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
         f"RSS {rss_before} -> {rss_after} KiB; log {len(log.splitlines())} lines, "
         f"{len(evicted)} eviction lines, {len(refused_tls)} TLS refusal lines"
     )
+
+
+def upgraded(node: OneNode) -> ssl.SSLSocket:
+    """A connection through TLS with the node's own certificate and the real Digest handshake."""
+    context = ssl.create_default_context(cafile=str(node.dir / "ca.pem"))
+    context.load_cert_chain(str(node.dir / "node-1.pem"), str(node.dir / "node-1.key"))
+    password = (node.dir / "credentials").read_text().strip()
+    config = ClientConfig(host=f"127.0.0.1:{node.base}", username="farm", password=password, cluster="farm")
+    cache = ChallengeCache()
+    for _ in range(2):  # the first try gets the challenge
+        raw = socket.create_connection(("127.0.0.1", node.base), timeout=10)
+        sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
+        handshake = ClientHandshake(config, cache, time.time(), os.urandom)
+        sock.sendall(handshake.initiate())
+        while True:
+            events = handshake.receive_data(sock.recv(65536), time.time())
+            if any(isinstance(e, Upgraded) for e in events):
+                return sock
+            if any(isinstance(e, Reconnect) for e in events) or (not events and handshake.finished):
+                sock.close()
+                break
+            if events:
+                raise AssertionError(f"handshake failed: {events}")
+    raise AssertionError("no upgrade after the challenge")
+
+
+PARKED = 8
+PART = 6 * 1024 * 1024  # of a 15 MiB message: 48 MiB offered in all, 16 MiB allowed
+
+
+@pytest.mark.parametrize("node", ["max_buffered = 16777216"], indirect=True)
+def test_parked_partial_messages_share_one_budget(node: OneNode) -> None:
+    rss_before = node.rss_kib()
+    header = struct.pack(">BIIQQQQI", 3, 9, 1, 1, 0, 0, 0, 15 * 1024 * 1024)
+    parked: list[ssl.SSLSocket] = []
+    dropped = 0
+    try:
+        for _ in range(PARKED):
+            sock = upgraded(node)
+            parked.append(sock)
+            try:
+                sock.sendall(header + b"\x00" * PART)
+            except OSError:  # dropped while we were still sending
+                dropped += 1
+        index = node.submit(1, {"parked": True})  # the farm carries on
+        node.wait_for_commit(index, [1], timeout=20)
+        rss_during = node.rss_kib()
+    finally:
+        for sock in parked:
+            sock.close()
+    # 16 MiB of partial messages at most (old code: all 48 MiB), plus TLS and socket buffers
+    assert rss_during - rss_before < 32 * 1024, (rss_before, rss_during)
+    log = node.log()
+    over = [line for line in log.splitlines() if "past 16777216 bytes" in line]
+    assert over, log[-3000:]
+    assert len(over) <= 4
+    assert "Traceback" not in log
+    print(f"RSS {rss_before} -> {rss_during} KiB; {len(over)} budget lines; {dropped} sends failed")
