@@ -20,10 +20,11 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IHandshakeListener, IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from garlicfarm.handshake import (
     Authenticated,
@@ -129,6 +130,7 @@ def tls_failure(reason: Failure) -> str | None:
     return None
 
 
+@implementer(IHandshakeListener)
 class ServerConnection(Protocol):
     """An inbound connection: authenticate the peer, then serve its requests in order."""
 
@@ -158,6 +160,8 @@ class ServerConnection(Protocol):
         self._idle: IDelayedCall | None = None
         self.peer_name = "?"
         self.username: str | None = None
+        #: the TLS handshake is done (under mutual TLS: the peer holds a certificate we trust)
+        self.tls_done = False
         self._closing = False
 
     def connectionMade(self) -> None:
@@ -167,6 +171,9 @@ class ServerConnection(Protocol):
         self._deadline = self.reactor.callLater(
             self.limits.handshake_timeout, self._drop, "handshake timed out"
         )
+
+    def handshakeCompleted(self) -> None:
+        self.tls_done = True
 
     def dataReceived(self, data: bytes) -> None:
         if self._closing:

@@ -4,7 +4,8 @@
   budget (``max_unauthenticated``) and the handshake deadline. When it is full, a new connection
   pushes out the *oldest* unauthenticated one: a real peer finishes its handshake in a few round trips,
   so a flood of idle or slow connections cannot keep it out (refusing the newest instead would hand the
-  whole budget to whoever connected first).
+  whole budget to whoever connected first). Connections that finished TLS (under mutual TLS: they hold
+  a certificate the farm trusts) go last: strangers only push out strangers.
 - **Authenticated** connections (the Digest handshake succeeded) move to their own budget
   (``max_authenticated``); when it is full, a newly authenticated connection is closed.
 
@@ -54,8 +55,8 @@ class InboundFactory(Factory):
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol:
         if len(self.pending) >= self.max_unauthenticated:
-            oldest, since = next(iter(self.pending.items()))
-            del self.pending[oldest]
+            oldest = next((c for c in self.pending if not c.tls_done), None) or next(iter(self.pending))
+            since = self.pending.pop(oldest)
             self.events.event(
                 "evicted",
                 "closed an unauthenticated connection from {peer} after {age:.1f} s: "

@@ -259,3 +259,18 @@ def test_stopping_the_listener_flushes_counts_and_leaves_no_timers(logs: Sequenc
         lines(logs)
     )
     assert node.factory.events.open_windows == 0
+
+
+def test_strangers_push_out_strangers_before_connections_past_tls(logs: Sequence[LogEvent]) -> None:
+    node = Node(max_unauthenticated=4)
+    trusted = [node.stranger() for _ in range(2)]
+    for server, _ in trusted:
+        server.handshakeCompleted()  # TLS done: the peer holds a certificate the farm trusts
+    strangers = [node.stranger()[1] for _ in range(100)]
+    assert not any(t.disconnected for _, t in trusted)
+    assert all(t.disconnected for t in strangers[:-2])
+    for _ in range(2):  # push out the last two strangers with connections that get past TLS
+        node.stranger()[0].handshakeCompleted()
+    assert all(t.disconnected for t in strangers)
+    node.stranger()  # only past-TLS connections left to push out: the oldest goes
+    assert trusted[0][1].disconnected and not trusted[1][1].disconnected
