@@ -15,12 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime, ITransport
+from twisted.internet.interfaces import (
+    IAddress,
+    IDelayedCall,
+    IProtocolNegotiationFactory,
+    IReactorTime,
+    ITransport,
+)
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
 from twisted.web import server
+from zope.interface import implementer
 
 from garlicfarm.net.budget import CloseAtOnce, RateLimitedLog
 
@@ -72,6 +79,7 @@ class RequestDeadline(ProtocolWrapper):
         super().connectionLost(reason)  # type: ignore[no-untyped-call]
 
 
+@implementer(IProtocolNegotiationFactory)
 class LimitedSite(WrappingFactory[RequestDeadline]):
     """Wraps the console's :class:`~twisted.web.server.Site` with a connection cap and request deadlines."""
 
@@ -93,6 +101,11 @@ class LimitedSite(WrappingFactory[RequestDeadline]):
         self.max_connections = max_connections
         self.request_deadline = request_deadline
         self.events = RateLimitedLog(clock, self.log, log_interval)
+
+    def acceptableProtocols(self) -> list[bytes]:
+        """ALPN under TLS: HTTP/1.1 only. Without an answer here OpenSSL fails every handshake whose
+        client offers ALPN (browsers do); HTTP/2 would bypass the request deadlines."""
+        return [b"http/1.1"]
 
     @property
     def open(self) -> int:

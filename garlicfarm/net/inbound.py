@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from twisted.internet.interfaces import IAddress, IReactorTime
+from twisted.internet.interfaces import IAddress, IProtocolNegotiationFactory, IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.net.connection import ServerConnection
@@ -28,6 +29,7 @@ from garlicfarm.net.connection import ServerConnection
 MiB = 1024 * 1024
 
 
+@implementer(IProtocolNegotiationFactory)
 class InboundFactory(Factory):
     """Builds a :class:`ServerConnection` per accepted connection, within the budgets above."""
 
@@ -52,6 +54,11 @@ class InboundFactory(Factory):
         self.open: set[ServerConnection] = set()
         self.budget = BufferBudget(max_buffered)
         self.events = RateLimitedLog(clock, self.log, log_interval)
+
+    def acceptableProtocols(self) -> list[bytes]:
+        """ALPN under TLS: the upgrade is HTTP/1.1. (Without an answer here, Twisted's ALPN callback
+        fails the handshake of every client that offers ALPN with an OpenSSL internal error.)"""
+        return [b"http/1.1"]
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol:
         if len(self.pending) >= self.max_unauthenticated:

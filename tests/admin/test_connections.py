@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 from twisted.internet.address import IPv4Address
+from twisted.internet.interfaces import IProtocolNegotiationFactory
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.logger import LogEvent, capturedLogs, formatEvent
 from twisted.web import server
@@ -124,3 +125,10 @@ def test_no_deadline_while_the_site_works_on_an_answer(logs: Sequence[LogEvent])
     assert b"done" in transport.value()
     clock.advance(30)
     assert transport.disconnected
+
+
+def test_alpn_offers_http_1_1_only() -> None:
+    """Under TLS, Twisted's ALPN callback fails the handshake of a browser (it offers ALPN) unless the
+    factory names its protocols; HTTP/2 would bypass the request deadlines."""
+    factory = AdminSite(MemoryReactorClock()).http_factory()
+    assert IProtocolNegotiationFactory(factory).acceptableProtocols() == [b"http/1.1"]

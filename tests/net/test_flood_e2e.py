@@ -155,12 +155,14 @@ def upgraded(node: OneNode) -> ssl.SSLSocket:
     """A connection through TLS with the node's own certificate and the real Digest handshake."""
     context = ssl.create_default_context(cafile=str(node.dir / "ca.pem"))
     context.load_cert_chain(str(node.dir / "node-1.pem"), str(node.dir / "node-1.key"))
+    context.set_alpn_protocols(["h2", "http/1.1"])  # as Java and Go TLS clients may
     password = (node.dir / "credentials").read_text().strip()
     config = ClientConfig(host=f"127.0.0.1:{node.base}", username="farm", password=password, cluster="farm")
     cache = ChallengeCache()
     for _ in range(2):  # the first try gets the challenge
         raw = socket.create_connection(("127.0.0.1", node.base), timeout=10)
         sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
+        assert sock.selected_alpn_protocol() == "http/1.1"
         handshake = ClientHandshake(config, cache, time.time(), os.urandom)
         sock.sendall(handshake.initiate())
         while True:
