@@ -4,8 +4,10 @@
   budget (``max_unauthenticated``) and the handshake deadline. When it is full, a new connection
   pushes out the *oldest* unauthenticated one: a real peer finishes its handshake in a few round trips,
   so a flood of idle or slow connections cannot keep it out (refusing the newest instead would hand the
-  whole budget to whoever connected first). Connections that finished TLS (under mutual TLS: they hold
-  a certificate the farm trusts) go last: strangers only push out strangers.
+  whole budget to whoever connected first). The one pushed out comes from the address that holds the
+  most unauthenticated connections, so a flood from one address pushes out its own connections first.
+  Connections that finished TLS (under mutual TLS: they hold a certificate the farm trusts) go last:
+  strangers only push out strangers.
 - **Authenticated** connections (the Digest handshake succeeded) move to their own budget
   (``max_authenticated``); when it is full, a newly authenticated connection is closed.
 
@@ -16,6 +18,7 @@ of all connections share one :class:`~garlicfarm.net.budget.BufferBudget`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from twisted.internet.interfaces import IAddress, IProtocolNegotiationFactory, IReactorTime
@@ -62,12 +65,12 @@ class InboundFactory(Factory):
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol:
         if len(self.pending) >= self.max_unauthenticated:
-            oldest = next((c for c in self.pending if not c.tls_done), None) or next(iter(self.pending))
+            oldest = self._victim()
             since = self.pending.pop(oldest)
             self.events.event(
                 "evicted",
                 "closed an unauthenticated connection from {peer} after {age:.1f} s: "
-                "{limit} connections were authenticating (the budget; the oldest goes first)",
+                "{limit} connections were authenticating (the budget)",
                 peer=oldest.peer_name,
                 age=self.clock.seconds() - since,
                 limit=self.max_unauthenticated,
@@ -76,6 +79,15 @@ class InboundFactory(Factory):
         connection = self._make(self)
         self.pending[connection] = self.clock.seconds()
         return connection
+
+    def _victim(self) -> ServerConnection:
+        """The oldest connection short of TLS from the address with the most of them (else the oldest)."""
+        strangers = [c for c in self.pending if not c.tls_done]
+        if not strangers:
+            return next(iter(self.pending))
+        per_address = Counter(c.peer_name for c in strangers)
+        busiest = max(per_address.values())
+        return next(c for c in strangers if per_address[c.peer_name] == busiest)
 
     # ------------------------------------------------------------------------------------------ admission
 

@@ -56,11 +56,11 @@ class Node:
     def make(self, admission: InboundFactory) -> ServerConnection:
         return ServerConnection(self.clock, SERVER, self.nonces, handler, LIMITS, admission=admission)
 
-    def stranger(self) -> tuple[ServerConnection, StringTransport]:
+    def stranger(self, address: IPv4Address = ADDRESS) -> tuple[ServerConnection, StringTransport]:
         """A connection that connects and says nothing (or whatever the test writes)."""
-        server = self.factory.buildProtocol(ADDRESS)
+        server = self.factory.buildProtocol(address)
         assert isinstance(server, ServerConnection)
-        transport = StringTransport(peerAddress=ADDRESS)
+        transport = StringTransport(peerAddress=address)
         server.makeConnection(transport)
         return server, transport
 
@@ -274,3 +274,11 @@ def test_strangers_push_out_strangers_before_connections_past_tls(logs: Sequence
     assert all(t.disconnected for t in strangers)
     node.stranger()  # only past-TLS connections left to push out: the oldest goes
     assert trusted[0][1].disconnected and not trusted[1][1].disconnected
+
+
+def test_a_flood_from_one_address_pushes_out_its_own_connections(logs: Sequence[LogEvent]) -> None:
+    node = Node(max_unauthenticated=8)
+    others = [node.stranger(IPv4Address("TCP", f"198.51.100.{i}", 40000))[1] for i in range(1, 4)]
+    flood = [node.stranger()[1] for _ in range(1000)]
+    assert not any(t.disconnected for t in others)  # still authenticating, untouched
+    assert sum(not t.disconnected for t in flood) == 5
