@@ -15,6 +15,7 @@ import os
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +106,17 @@ def without_certificate(port: int) -> None:
         tls.recv(100)
 
 
+def keep_flooding(port: int, flood: list[socket.socket], stop: threading.Event) -> None:
+    """More silent connections until told to stop (at most another FLOOD)."""
+    for _ in range(FLOOD):
+        if stop.is_set():
+            return
+        try:
+            flood.append(silent(port))
+        except OSError:
+            return
+
+
 def wait_for(condition: object, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -117,6 +129,8 @@ def wait_for(condition: object, timeout: float, what: str) -> None:
 def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
     fds_before, rss_before = node.fds(), node.rss_kib()
     flood: list[socket.socket] = []
+    stop = threading.Event()
+    more: threading.Thread | None = None
     try:
         for i in range(FLOOD):
             flood.append(silent(node.base))
@@ -124,7 +138,10 @@ def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
                 without_certificate(node.base)
         for _ in range(NO_CERTIFICATE - FLOOD // 100):
             without_certificate(node.base)
-        # while all 1,000 are still open on our side: an authenticated client gets in, and commits
+        # while all 1,000 are still open on our side and more keep coming: an authenticated client
+        # gets in, and commits
+        more = threading.Thread(target=keep_flooding, args=(node.base, flood, stop), daemon=True)
+        more.start()
         status = node.status(1)
         assert status is not None and status["role"] == "leader"
         index = node.submit(1, {"flood": True})
@@ -132,6 +149,9 @@ def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
         fds_during = node.fds()
         assert fds_during <= fds_before + PENDING_BUDGET + 16, (fds_before, fds_during)
     finally:
+        stop.set()
+        if more is not None:
+            more.join(timeout=10)
         for s in flood:
             s.close()
     wait_for(lambda: node.fds() <= fds_before + 4, 20, "the node's fds back near the baseline")
