@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from garlicfarm.handshake import ChallengeCache, ClientConfig, ClientHandshake, Reconnect, Upgraded
-from tests.e2e.procfarm import ProcFarm, cli
+from tests.net.onenode import OneNode, silent, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -31,46 +31,6 @@ FLOOD = 1000
 NO_CERTIFICATE = 20
 #: [limits] max_unauthenticated's default
 PENDING_BUDGET = 64
-#: this test's ports (each helper of the project has its own range below the ephemeral range)
-PORTS = range(23100, 23200)
-
-
-def free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {PORTS}")
-
-
-class OneNode(ProcFarm):
-    """A one-node farm of a real process (it elects itself), on a port of this test's range."""
-
-    def __init__(self, directory: Path) -> None:  # noqa: super-init-not-called - init differs
-        self.dir = directory
-        self.n = 1
-        self.base = free_port()
-        cli("init", str(directory), "--nodes", "1", "--base-port", str(self.base))
-        self.procs = {}
-
-    @property
-    def pid(self) -> int:
-        return self.procs[1].pid
-
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
-
-    def log(self) -> str:
-        return (self.dir / "node-1.log").read_text(errors="replace")
 
 
 @pytest.fixture
@@ -86,10 +46,6 @@ def node(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OneNode]:
         yield farm
     finally:
         farm.stop_all()
-
-
-def silent(port: int) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=5)
 
 
 def without_certificate(port: int) -> None:
@@ -115,15 +71,6 @@ def keep_flooding(port: int, flood: list[socket.socket], stop: threading.Event) 
             flood.append(silent(port))
         except OSError:
             return
-
-
-def wait_for(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.1)  # a process's state from outside: nothing to wait on but polling
-    raise AssertionError(f"{what} within {timeout} s")
 
 
 def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
