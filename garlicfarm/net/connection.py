@@ -115,18 +115,21 @@ class Admission(typing.Protocol):
         """The connection is gone."""
 
 
-def tls_failure(reason: Failure) -> str | None:
-    """Why the TLS handshake failed, if that is how the connection ended (else None)."""
+def tls_failure(reason: Failure) -> tuple[str, str] | None:
+    """If the connection ended in a failed TLS handshake: the kind of failure (one of a few, to count
+    alike failures together) and its description. Else None."""
     ssl = sys.modules.get("OpenSSL.SSL")  # not loaded: no TLS, so no TLS failure either
     error = reason.value
     if ssl is not None and isinstance(error, ssl.Error):
         details = error.args[0] if error.args else None
         if isinstance(details, list) and details:
-            return "; ".join(str(part[-1]) for part in details if isinstance(part, tuple) and part)
-        return str(error) or type(error).__name__
+            text = "; ".join(str(part[-1]) for part in details if isinstance(part, tuple) and part)
+        else:
+            text = str(error) or type(error).__name__
+        return text[:100], text  # OpenSSL's reasons are a fixed set
     tls_errors = sys.modules.get("garlicfarm.tls.errors")
     if tls_errors is not None and isinstance(error, tls_errors.UnpinnedPeer):
-        return str(error)
+        return "unpinned", str(error)  # one kind, whatever the fingerprint
     return None
 
 
@@ -305,7 +308,8 @@ class ServerConnection(Protocol):
         if self.username is None and not self._closing:
             failure = tls_failure(reason)
             if failure is not None:
-                self._note("tls", "TLS handshake from {peer} failed: {why}", why=failure)
+                kind, why = failure
+                self._note(f"tls: {kind}", "TLS handshake from {peer} failed: {why}", why=why)
         self._closing = True
         self._cancel(self._deadline)
         self._cancel(self._idle)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from garlicfarm.handshake import ChallengeCache, ClientConfig, ClientHandshake, Reconnect, Upgraded
+from garlicfarm.tls import issue_node, new_ca, write_certified_key
 from tests.net.onenode import OneNode, silent, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -48,11 +49,14 @@ def node(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OneNode]:
         farm.stop_all()
 
 
-def without_certificate(port: int) -> None:
-    """A TLS client that trusts anything and has no certificate: the node must refuse it."""
+def without_certificate(port: int, certificate: tuple[Path, Path] | None = None) -> None:
+    """A TLS client that trusts anything and has no certificate (or one the farm does not trust):
+    the node must refuse it."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    if certificate is not None:
+        context.load_cert_chain(*map(str, certificate))
     with (
         socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
         contextlib.suppress(OSError),  # refused during the handshake or right after it (TLS 1.3)
@@ -85,6 +89,9 @@ def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
                 without_certificate(node.base)
         for _ in range(NO_CERTIFICATE - FLOOD // 100):
             without_certificate(node.base)
+        stranger = issue_node(new_ca("not the farm's CA"), "stranger")
+        write_certified_key(stranger, node.dir / "stranger.pem", node.dir / "stranger.key")
+        without_certificate(node.base, (node.dir / "stranger.pem", node.dir / "stranger.key"))
         # while all 1,000 are still open on our side and more keep coming: an authenticated client
         # gets in, and commits
         more = threading.Thread(target=keep_flooding, args=(node.base, flood, stop), daemon=True)
@@ -110,7 +117,9 @@ def test_a_flood_of_unauthenticated_connections(node: OneNode) -> None:
     evicted = [line for line in log.splitlines() if "unauthenticated connection" in line]
     assert 1 <= len(evicted) <= 10, evicted
     refused_tls = [line for line in log.splitlines() if "TLS handshake from 127.0.0.1 failed" in line]
-    assert 1 <= len(refused_tls) <= 10, refused_tls
+    assert 2 <= len(refused_tls) <= 10, refused_tls
+    assert any("peer did not return a certificate" in line for line in refused_tls), refused_tls
+    assert any("certificate verify failed" in line for line in refused_tls), refused_tls
     print(  # the numbers for the record (pytest -s)
         f"fds {fds_before} -> {fds_during} during -> {node.fds()} after; "
         f"RSS {rss_before} -> {rss_after} KiB; log {len(log.splitlines())} lines, "

@@ -282,3 +282,19 @@ def test_a_flood_from_one_address_pushes_out_its_own_connections(logs: Sequence[
     flood = [node.stranger()[1] for _ in range(1000)]
     assert not any(t.disconnected for t in others)  # still authenticating, untouched
     assert sum(not t.disconnected for t in flood) == 5
+
+
+def test_each_kind_of_tls_failure_has_its_own_line_and_fingerprints_do_not_multiply_them(
+    logs: Sequence[LogEvent],
+) -> None:
+    node = Node(max_unauthenticated=1000)
+    for i in range(100):
+        server, _ = node.stranger()
+        server.connectionLost(Failure(UnpinnedPeer(f"peer certificate sha256:{i:02X} is not pinned")))
+    server, _ = node.stranger()
+    server.connectionLost(tls_failure("certificate verify failed"))
+    tls = [line for line in lines(logs) if "TLS handshake" in line]
+    assert tls == [
+        "TLS handshake from 192.0.2.7 failed: peer certificate sha256:00 is not pinned",
+        "TLS handshake from 192.0.2.7 failed: certificate verify failed",
+    ]
