@@ -154,13 +154,13 @@ def upgraded(node: OneNode) -> ssl.SSLSocket:
 
 
 PARKED = 8
-PART = 6 * 1024 * 1024  # of a 15 MiB message: 48 MiB offered in all, 16 MiB allowed
+PART = 6 * 1024 * 1024  # of an 8 MiB message: 48 MiB offered in all, 16 MiB allowed
 
 
-@pytest.mark.parametrize("node", ["max_buffered = 16777216"], indirect=True)
+@pytest.mark.parametrize("node", ["max_buffered = 16777216\nmax_entries_size = 8388608"], indirect=True)
 def test_parked_partial_messages_share_one_budget(node: OneNode) -> None:
     rss_before = node.rss_kib()
-    header = struct.pack(">BIIQQQQI", 3, 9, 1, 1, 0, 0, 0, 15 * 1024 * 1024)
+    header = struct.pack(">BIIQQQQI", 3, 9, 1, 1, 0, 0, 0, 8 * 1024 * 1024)
     parked: list[ssl.SSLSocket] = []
     dropped = 0
     try:
