@@ -90,17 +90,17 @@ class LimitedSite(WrappingFactory[RequestDeadline]):
         self,
         site: server.Site,
         clock: IReactorTime,
+        events: RateLimitedLog | None = None,
         *,
         max_connections: int = 64,
         request_deadline: float = 30.0,
-        log_interval: float = 10.0,
     ) -> None:
         super().__init__(site)  # type: ignore[no-untyped-call]
         self.site = site
         self.clock = clock
         self.max_connections = max_connections
         self.request_deadline = request_deadline
-        self.events = RateLimitedLog(clock, self.log, log_interval)
+        self.events = events or RateLimitedLog(clock, self.log)
 
     def acceptableProtocols(self) -> list[bytes]:
         """ALPN under TLS: HTTP/1.1 only. Without an answer here OpenSSL fails every handshake whose

@@ -38,6 +38,7 @@ from garlicfarm.admin.farm import ActionError, FarmHandle
 from garlicfarm.admin.guard import CSRF_HEADER, CsrfTokens, origin_refusal
 from garlicfarm.admin.validate import ACTIONS, MAX_BODY, BadInput, obj, parse_json
 from garlicfarm.handshake.nonces import NonceRegistry
+from garlicfarm.net.budget import RateLimitedLog
 
 # The page's own files only: nothing else on disk is reachable.
 ASSETS = {
@@ -115,6 +116,8 @@ class AdminSite:
         self.guard = DigestGuard(NonceRegistry(random_bytes))
         self.csrf = CsrfTokens(random_bytes(32))
         self.resource = AdminResource(self)
+        #: rate-limited lines for what anyone who reaches the port can cause in bulk
+        self.events = RateLimitedLog(reactor, AdminResource.log)
 
     def register(self, farm: FarmHandle) -> None:
         if farm.cluster in self.farms:
@@ -133,6 +136,7 @@ class AdminSite:
         return LimitedSite(
             site,
             self.reactor,
+            self.events,
             max_connections=self.max_connections,
             request_deadline=self.request_deadline,
         )
@@ -180,7 +184,9 @@ class AdminResource(Resource):
             return verdict
         assert isinstance(verdict, Refused)
         if header is not None and not verdict.stale:
-            self.log.warn(
+            # one line per 10 s however many guesses (the count and the latest in the summary)
+            self.site.events.event(
+                "refused credentials",
                 "admin console: refused {method} {path} from {peer}: {reason}",
                 method=request.method.decode("ascii", "replace"),
                 path=request.path.decode("utf-8", "replace"),
