@@ -30,7 +30,7 @@ def free_port(after: int = 0) -> int:
 class OneNode(ProcFarm):
     """A one-node farm of a real process (it elects itself), on a port of this test's range."""
 
-    def __init__(self, directory: Path) -> None:  # noqa: super-init-not-called - init differs
+    def __init__(self, directory: Path) -> None:  # a ProcFarm of one, built without its multi-node set-up
         self.dir = directory
         self.n = 1
         self.base = free_port()
