@@ -4,7 +4,9 @@
 ``record`` is the canonical status record (the layout Spark and DuckDB read as a partitioned table).
 The day is the record's own ``date`` (UTC). Applying a log prefix again after a restart does not
 duplicate lines: the archive remembers the last log index it holds. Partitions older than
-``retention_days`` are removed as new days begin.
+``retention_days`` before the *farm's* time (``clock``, the quorum date of FarmState, which no single
+member's record can move) are removed as new days begin. The archive is a local copy, not replicated
+state: a write that fails (disk full) is logged and skipped, never raised into the apply path.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import datetime
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from twisted.logger import Logger
@@ -25,24 +28,48 @@ _MARK = ".last-index"
 class TelemetryArchive:
     log = Logger()
 
-    def __init__(self, directory: str | os.PathLike[str], server_id: int, retention_days: int = 90) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        server_id: int,
+        retention_days: int = 90,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.dir = Path(directory)
+        #: the farm's time in ms (expiry counts from it); without one, from each record's own date
+        self.clock = clock
         self.server_id = server_id
         self.retention_days = retention_days
         self.dir.mkdir(parents=True, exist_ok=True)
         mark = self.dir / _MARK
         self.last_index = int(mark.read_text()) if mark.exists() else 0
-        self._day: str | None = None
+        self._today: str | None = None
+        self._failures = 0
 
     def append(self, index: int, record: StatusRecord) -> None:
         if index <= self.last_index:
             return  # already archived before a restart replayed it
-        day = datetime.datetime.fromtimestamp(record.date / 1000, tz=datetime.UTC).strftime("%Y-%m-%d")
+        try:
+            self._append(index, record)
+        except OSError as e:
+            # Every 100th failure is logged: a full disk must not flood the log either.
+            if self._failures % 100 == 0:
+                self.log.error(
+                    "telemetry archive: cannot write record {index} ({failures} failed so far): {why}",
+                    index=index,
+                    failures=self._failures + 1,
+                    why=e,
+                )
+            self._failures += 1
+
+    def _append(self, index: int, record: StatusRecord) -> None:
+        day = _day(record.date)
         partition = self.dir / f"date={day}"
-        if day != self._day:
-            partition.mkdir(exist_ok=True)
-            self._day = day
-            self._expire(day)
+        partition.mkdir(exist_ok=True)
+        today = _day(self.clock()) if self.clock is not None else day
+        if today != self._today:
+            self._today = today
+            self._expire(today)
         line = json.dumps(
             {"index": index, "recorded": self.server_id, "record": record_to_json(record)},
             separators=(",", ":"),
@@ -57,6 +84,8 @@ class TelemetryArchive:
         (self.dir / _MARK).write_text(str(index))
 
     def _expire(self, today: str) -> None:
+        if today < "1970-01-02":
+            return  # the farm's time is not known yet
         if self.retention_days <= 0:
             return
         cutoff = datetime.date.fromisoformat(today) - datetime.timedelta(days=self.retention_days)
@@ -68,3 +97,8 @@ class TelemetryArchive:
             if day < cutoff:
                 shutil.rmtree(partition, ignore_errors=True)
                 self.log.info("archive partition {day} expired", day=partition.name)
+
+
+def _day(ms: int) -> str:
+    """The UTC day of a date in ms (the schema bounds dates to the years datetime can hold)."""
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d")

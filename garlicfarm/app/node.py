@@ -71,7 +71,7 @@ class NodeApp:
         send_to_leader: Callable[[int, ClientRequest], Deferred[Response]],
     ) -> NodeApp:
         assert app.archive_dir is not None
-        archive = TelemetryArchive(app.archive_dir, node.id, app.retention_days)
+        archive = TelemetryArchive(app.archive_dir, node.id, app.retention_days, clock=lambda: state.now)
         state.on_record.append(archive.append)
         reporter = StatusReporter(
             reactor,

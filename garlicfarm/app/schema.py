@@ -9,6 +9,7 @@ See docs/protocol.md, "Application layer", for the schema in full.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import attrs
@@ -20,6 +21,8 @@ MAX_DESTINATIONS = 64
 MAX_BLOCKLIST = 256
 MAX_STRING = 4096
 MAX_INT = 2**53
+#: dates are ms since the epoch up to the end of year 9999 (what every datetime library can represent)
+MAX_DATE = 253_402_300_799_999
 PUBLISH_CONFIGS = ("off", "on", "auto")
 
 
@@ -88,19 +91,7 @@ Entry = StatusRecord | AdminCommand
 
 def parse_entry(data: bytes, cluster: str) -> Entry:
     """The record or admin command in ``data``, or :class:`SchemaError`."""
-    if len(data) > MAX_RECORD_BYTES:
-        raise SchemaError(f"record is {len(data)} bytes, more than {MAX_RECORD_BYTES}")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise SchemaError(f"not UTF-8 at byte {e.start}") from None
-    try:
-        raw = json.loads(text)
-    except RecursionError:
-        raise SchemaError(f"nested deeper than {MAX_DEPTH}") from None
-    except ValueError as e:
-        raise SchemaError(f"not JSON: {e}") from None
-    _check_depth(raw)
+    raw = parse_json(data)
     if not isinstance(raw, dict):
         raise SchemaError("a record is a JSON object")
     if raw.get("cluster") != cluster:
@@ -110,16 +101,75 @@ def parse_entry(data: bytes, cluster: str) -> Entry:
     return _status(raw, cluster)
 
 
-def _check_depth(value: Any) -> None:
-    stack = [(value, 1)]
+def admission_error(data: bytes, cluster: str) -> str | None:
+    """Why the leader must not append ``data`` as an Application entry, or None.
+
+    Every entry must be bounded, strict UTF-8 JSON (no lone surrogate, no duplicate key); an entry that
+    names this farm must also be a valid record or admin command. JSON for other uses (tools, tests,
+    other clusters) is admitted and ignored by the application, as it always was.
+    """
+    try:
+        raw = parse_json(data)
+        if isinstance(raw, dict) and raw.get("cluster") == cluster:
+            parse_entry(data, cluster)
+    except SchemaError as e:
+        return str(e)
+    return None
+
+
+def parse_json(data: bytes) -> Any:
+    """``data`` as bounded, strict JSON, or :class:`SchemaError`: at most MAX_RECORD_BYTES of UTF-8,
+    nesting at most MAX_DEPTH, no duplicate object key, no string (key or value) holding a lone
+    surrogate (``"\\ud800"`` is valid JSON but no UTF-8 text: it cannot be stored or sent on)."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise SchemaError(f"record is {len(data)} bytes, more than {MAX_RECORD_BYTES}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SchemaError(f"not UTF-8 at byte {e.start}") from None
+    try:
+        raw = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise SchemaError(f"nested deeper than {MAX_DEPTH}") from None
+    except SchemaError:
+        raise
+    except ValueError as e:
+        raise SchemaError(f"not JSON: {e}") from None
+    _check_tree(raw)
+    return raw
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise SchemaError(f"duplicate key {_printable(key)}")
+        out[key] = value
+    return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _printable(text: str) -> str:
+    return ascii(text[:64])
+
+
+def _check_tree(value: Any) -> None:
+    stack = [(value, 1, "")]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
         if depth > MAX_DEPTH:
             raise SchemaError(f"nested deeper than {MAX_DEPTH}")
         if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
+            for key, v in item.items():
+                if _SURROGATE.search(key):
+                    raise SchemaError(f"{path}: key {_printable(key)} holds a lone surrogate")
+                stack.append((v, depth + 1, f"{path}.{key}" if path else key))
         elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+            stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(item))
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            raise SchemaError(f"{path or 'value'}: holds a lone surrogate, not valid Unicode text")
 
 
 def _status(raw: dict[str, Any], cluster: str) -> StatusRecord:
@@ -147,13 +197,13 @@ def _status(raw: dict[str, Any], cluster: str) -> StatusRecord:
         raise SchemaError(f"id: {server_id} is not a server id")
     return StatusRecord(
         cluster=cluster,
-        date=_int(raw, "date", "date"),
+        date=_date(raw, "date", "date"),
         id=server_id,
         version=version,
         meta=MetaSection(
             destination=_str(meta, "meta.destination", "destination", default=None),
             lastPublishedLS=_str(meta, "meta.lastPublishedLS", "lastPublishedLS", default=None),
-            lastPublishedTime=_int(meta, "meta.lastPublishedTime", "lastPublishedTime", default=0),
+            lastPublishedTime=_date(meta, "meta.lastPublishedTime", "lastPublishedTime", default=0),
             publishConfig=publish_config,
             publishing=publishing,
         ),
@@ -206,7 +256,7 @@ def _admin(raw: dict[str, Any], cluster: str) -> AdminCommand:
     if action not in ("exclude", "include"):
         raise SchemaError(f"admin.action: {action!r} is not exclude or include")
     return AdminCommand(
-        cluster, _int(raw, "date", "date"), action, _str(command, "admin.destination", "destination")
+        cluster, _date(raw, "date", "date"), action, _str(command, "admin.destination", "destination")
     )
 
 
@@ -228,6 +278,13 @@ def _int(raw: dict[str, Any], path: str, key: str, default: int | None = None) -
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
         raise SchemaError(f"{path}: must be an integer from 0 to 2^53")
+    return value
+
+
+def _date(raw: dict[str, Any], path: str, key: str, default: int | None = None) -> int:
+    value = _int(raw, path, key, default)
+    if value > MAX_DATE:
+        raise SchemaError(f"{path}: {value} ms is after the year 9999")
     return value
 
 

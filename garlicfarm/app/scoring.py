@@ -2,7 +2,14 @@
 
 Every server runs it over the same committed log and reaches the same answer; the Spark pipeline
 imports this module to compute the same answer offline. Integer arithmetic only, no clock: time is the
-log's own (the newest ``date`` committed so far), so replaying a log gives the same result anywhere.
+log's own (:func:`farm_time`), so replaying a log gives the same result anywhere.
+
+The farm's time is the date that a quorum of the members has reached: the ``n // 2 + 1``-th newest
+of the members' latest record dates (a member with no record counts as 0), never going back. No
+single member — a wrong clock or a forged record dated 2100 — can move it while the farm has two or
+more members, just as no single member can commit an entry. A record dated more than
+``MAX_AHEAD_MS`` past the farm's time is not believed: it is not fresh, and the member's next record
+replaces it (docs/protocol.md, "The farm's time").
 
 Publisher: among *eligible* members — a configuration member whose latest record is fresh (at
 most ``FRESH_MS`` older than the log's time), whose ``publishConfig`` is not ``off`` and whose router
@@ -34,6 +41,8 @@ import attrs
 from garlicfarm.app.schema import Destination, StatusRecord
 
 FRESH_MS = 180_000
+#: a record dated further than this past the farm's time is not believed (a wrong clock or a forgery)
+MAX_AHEAD_MS = 600_000
 HYSTERESIS_PERCENT = 20
 MAX_LEASES = 16
 
@@ -49,7 +58,22 @@ def healthy(record: StatusRecord) -> bool:
 
 
 def fresh(record: StatusRecord, now: int) -> bool:
-    return now - record.date <= FRESH_MS
+    return -MAX_AHEAD_MS <= now - record.date <= FRESH_MS
+
+
+def ahead(record: StatusRecord, now: int) -> bool:
+    """Dated too far past the farm's time to be believed."""
+    return record.date - now > MAX_AHEAD_MS
+
+
+def farm_time(latest: Mapping[int, StatusRecord], members: frozenset[int], previous: int) -> int:
+    """The date a quorum of ``members`` has reached (see the module's docstring); never below
+    ``previous``. Without a configuration yet, every member with a record counts."""
+    voters = members or frozenset(latest)
+    if not voters:
+        return previous
+    dates = sorted((latest[m].date if m in latest else 0 for m in voters), reverse=True)
+    return max(previous, dates[len(dates) // 2])
 
 
 def score(record: StatusRecord) -> int:

@@ -20,6 +20,7 @@ from garlicfarm.app.schema import (
     AdminCommand,
     SchemaError,
     StatusRecord,
+    admission_error,
     parse_entry,
     record_from_json,
     record_to_json,
@@ -41,7 +42,7 @@ class FarmState:
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
         self.index = 0
-        #: the log's time: the newest date committed so far
+        #: the farm's time: the date a quorum of members has reached (scoring.farm_time)
         self.now = 0
         self.members: frozenset[int] = frozenset()
         self.latest: dict[int, StatusRecord] = {}
@@ -63,6 +64,7 @@ class FarmState:
         value = entry.value
         if isinstance(value, Configuration):
             self.members = value.ids()
+            self.now = scoring.farm_time(self.latest, self.members, self.now)
         elif isinstance(value, Application):
             try:
                 parsed = parse_entry(value.data, self.cluster)
@@ -78,19 +80,27 @@ class FarmState:
             return
         self._decide()
 
+    def check(self, entry: LogEntry) -> str | None:
+        """Why a leader must not append ``entry`` (see :func:`schema.admission_error`), or None."""
+        value = entry.value
+        if isinstance(value, Application):
+            return admission_error(value.data, self.cluster)
+        return None
+
     def _status(self, index: int, record: StatusRecord) -> bool:
         previous = self.latest.get(record.id)
-        if previous is not None and record.date <= previous.date:
-            self.duplicates += 1  # a repeat (or an older report): applied once only
+        # A repeat (or an older report) is applied once only, unless the one held is dated past the
+        # farm's time: a wrong clock or a forgery must not lock the member's real reports out.
+        if previous is not None and record.date <= previous.date and not scoring.ahead(previous, self.now):
+            self.duplicates += 1
             return False
         self.latest[record.id] = record
-        self.now = max(self.now, record.date)
+        self.now = scoring.farm_time(self.latest, self.members, self.now)
         for callback in self.on_record:
             callback(index, record)
         return True
 
     def _admin(self, command: AdminCommand) -> None:
-        self.now = max(self.now, command.date)
         if command.action == "exclude":
             self.excluded.add(command.destination)
         else:

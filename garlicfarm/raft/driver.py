@@ -7,10 +7,10 @@ reply and apply. Nothing leaves this node before what it depends on is durable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
@@ -20,8 +20,15 @@ from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import Ready
 from garlicfarm.storage.interface import LogStore, StorageError
 from garlicfarm.storage.snapshots import SnapshotStore
-from garlicfarm.wire.messages import AddServerRequest, RemoveServerRequest, Request, Response
-from garlicfarm.wire.payloads import ClusterServer, LogEntry
+from garlicfarm.wire.messages import (
+    AddServerRequest,
+    AppendEntriesResponse,
+    ClientRequest,
+    RemoveServerRequest,
+    Request,
+    Response,
+)
+from garlicfarm.wire.payloads import Application, ClusterServer, LogEntry
 from garlicfarm.wire.types import NO_LEADER
 
 
@@ -52,6 +59,10 @@ class ChangeRefused(Exception):
     """A membership change was refused (another one is under way, the server did not catch up, ...)."""
 
 
+class EntryRefused(Exception):
+    """The leader refused to append an entry the state machine would reject (``check``)."""
+
+
 class PeerTransport(Protocol):
     def send(self, to: int, message: Request, endpoint: str | None = None) -> Deferred[Response]:
         """Send a request to server ``to`` (at ``endpoint`` if it is not in the configuration); fires
@@ -60,9 +71,15 @@ class PeerTransport(Protocol):
 
 class StateMachine(Protocol):
     """The application the log drives. ``snapshot`` must be deterministic: the same state gives the
-    same bytes on every server (a snapshot transfer resumes across leaders on that promise)."""
+    same bytes on every server (a snapshot transfer resumes across leaders on that promise).
+
+    ``apply`` is total: a committed entry is applied or rejected with a reason kept in the state, the
+    same on every server. An exception from it is a bug: the driver stops the node, naming the entry.
+    ``check`` is what a leader asks before appending a client's entry: why not, or None."""
 
     def apply(self, index: int, entry: LogEntry) -> None: ...
+
+    def check(self, entry: LogEntry) -> str | None: ...
 
     def snapshot(self) -> bytes: ...
 
@@ -110,6 +127,10 @@ class RaftDriver:
         #: in one turn shares one store transaction (one fsync) and one AppendEntries per peer
         self.group_commit = group_commit
         self._drain: IDelayedCall | None = None
+        #: the log index being applied, to name it if the state machine fails
+        self._applying: int | None = None
+        self._last_refusal_log = float("-inf")
+        self._refusals = 0
         self._ticker = LoopingCall(self._tick)
         self._ticker.clock = reactor
         self.running = False
@@ -153,6 +174,9 @@ class RaftDriver:
             return _failed(NodeStopped("the node is not running"))
         if not self.core.is_leader():
             return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
+        refusal = self._refusal((LogEntry(0, Application(data)),))
+        if refusal is not None:
+            return _failed(EntryRefused(refusal))
         handle = self._new_handle()
         reply = self._pending[handle] = Deferred()
         self.core.propose(data, handle)
@@ -192,13 +216,43 @@ class RaftDriver:
         """Serve a request from a peer or client; fires with the response to send back."""
         if not self.running:
             return _failed(NodeStopped("the node is not running"))
+        if isinstance(request, ClientRequest) and self.core.is_leader():
+            refusal = self._refusal(request.entries)
+            if refusal is not None:
+                return succeed(self._refuse(refusal))
         handle = self._new_handle()
         d = self._pending[handle] = Deferred()
         if isinstance(request, AddServerRequest | RemoveServerRequest) and request.entries:
             self._log_change(request, d)
-        self.core.step(request, handle)
+        self._guarded(self.core.step, request, handle)
         self._soon()
         return d
+
+    def _refusal(self, entries: Sequence[LogEntry]) -> str | None:
+        """Why the leader must not append ``entries`` (all or none: a request is one decision)."""
+        if self.state_machine is None:
+            return None
+        for i, entry in enumerate(entries):
+            reason = self.state_machine.check(entry)
+            if reason is not None:
+                return f"entry {i + 1} of {len(entries)}: {reason}"
+        return None
+
+    def _refuse(self, reason: str) -> Response:
+        """accepted=0 naming this leader itself: "refused", not "ask the leader" (net/client.py)."""
+        now = self.reactor.seconds()
+        if now - self._last_refusal_log >= 10.0:
+            self.log.warn(
+                "refused a client request ({count} since the last line): {reason}",
+                count=self._refusals + 1,
+                reason=reason,
+            )
+            self._last_refusal_log, self._refusals = now, 0
+        else:
+            self._refusals += 1
+        return AppendEntriesResponse(
+            source=self.core.id, destination=self.core.id, term=self.core.term, next_index=0, accepted=False
+        )
 
     def _log_change(self, request: AddServerRequest | RemoveServerRequest, d: Deferred[Response]) -> None:
         """Membership changes are rare and matter: say when one is asked for and how it ended."""
@@ -239,13 +293,27 @@ class RaftDriver:
             d.errback(CommitTimeout(f"no commit decision within {self.submit_timeout}s; it may still commit"))
 
     def _tick(self) -> None:
-        self.core.tick()
-        self._process()
+        # The LoopingCall must never die: a failure here stops the node loudly instead.
+        if self._guarded(self.core.tick):
+            self._process()
 
     def _on_response(self, response: Response) -> None:
-        if self.running:
-            self.core.step(response)
+        if self.running and self._guarded(self.core.step, response):
             self._soon()
+
+    def _guarded(self, fn: Callable[..., object], *args: object) -> bool:
+        """Run a step of the core; an exception is a bug that may have left it half-changed, so the
+        node stops (fail-stop) rather than act on that state. False if it stopped."""
+        try:
+            fn(*args)
+        except Exception:
+            self._fail(Failure(), "the Raft core failed")
+            return False
+        return True
+
+    def _fail(self, failure: Failure, what: str) -> None:
+        self.log.failure("{what}; stopping this node", failure, what=what)
+        self.stop(failure)
 
     def _on_send_failure(self, failure: Failure, to: int) -> None:
         if not failure.check(CancelledError):
@@ -277,13 +345,15 @@ class RaftDriver:
                     self._handle(self.core.ready())
                     handled += 1
         except StorageError:
-            failure = Failure()
-            self.log.failure(
-                "storage failed; stopping this node so that it cannot act on lost state", failure
-            )
-            self.stop(failure)
+            self._fail(Failure(), "storage failed, so that it cannot act on lost state")
+        except Exception:
+            where = "the Raft core failed"
+            if self._applying is not None:
+                where = f"the state machine failed on log entry {self._applying}"
+            self._fail(Failure(), where)
         finally:
             self._processing = False
+            self._applying = None
 
     def _handle(self, ready: Ready) -> None:
         if ready.snapshot is not None:
@@ -299,10 +369,13 @@ class RaftDriver:
             if pending is not None:
                 pending.callback(reply.message)
         if ready.snapshot is not None and self.state_machine is not None:
+            self._applying = ready.snapshot.meta.last_index
             self.state_machine.restore(ready.snapshot.data)
         for index, entry in ready.committed:
+            self._applying = index
             for fn in self._on_apply:
                 fn(index, entry)
+        self._applying = None
         if ready.committed:
             self._maybe_compact()
 

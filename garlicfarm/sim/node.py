@@ -41,6 +41,9 @@ class DigestMachine:
         self.index = index
         self.digest = hashlib.sha256(self.digest + index.to_bytes(8, "big") + encode_entry(entry)).digest()
 
+    def check(self, entry: LogEntry) -> str | None:
+        return None  # any entry is welcome
+
     def snapshot(self) -> bytes:
         return self.index.to_bytes(8, "big") + self.digest
 
