@@ -10,7 +10,8 @@ Rules this core keeps that JRaft does not (see docs/raft.md):
   leader appends a Configuration entry restating the current configuration, which doubles as the
   no-op that lets it commit earlier terms' entries;
 * a follower commits up to min(leaderCommit, last entry this AppendEntries verified);
-* pre-vote (§9.6) and check-quorum (§6.2): a server that was cut off cannot depose a healthy leader;
+* pre-vote (§9.6) and check-quorum (§6.2): a server that was cut off cannot depose a healthy leader
+  (with peers that speak pre-vote; a JRaft peer gets plain Raft votes, see docs/raft.md);
 * a leader counts its own log only as far as it is durable.
 
 Configuration changes take effect when their entry is appended (the Raft dissertation's rule).
@@ -165,6 +166,8 @@ class RaftCore:
         self.removed = False
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
         self.join_config: Configuration | None = None
+        #: what the driver learnt from each peer's handshake: does it speak pre-vote?
+        self._pre_vote_support: dict[int, bool] = {}
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -237,6 +240,31 @@ class RaftCore:
         }
 
     # ------------------------------------------------------------------------------------------ input
+
+    def set_pre_vote_support(self, peer: int, supported: bool) -> None:
+        """The driver learnt from ``peer``'s handshake whether it speaks pre-vote (JRaft does not)."""
+        self._pre_vote_support[peer] = supported
+
+    def _pre_votes_with(self, peer: int) -> bool:
+        """Whether ``peer`` is asked for pre-votes. Unknown peers are asked: the request can only leave
+        on a connection whose handshake has shown the peer's features, and the driver drops a pre-vote
+        to a peer without them (it never reaches a JRaft node)."""
+        if not self.options.negotiated_pre_vote:
+            return True
+        return self._pre_vote_support.get(peer, True)
+
+    def _lease_refuses(self, candidate: int) -> bool:
+        """Whether the lease lets us refuse ``candidate``'s real vote without adopting its term.
+
+        Only for a candidate that speaks pre-vote: it got here by winning a pre-vote round, and the
+        refusal stops a server that skips that round (a removed one, §4.2.3) from disrupting a live
+        leader. A peer that never pre-votes (JRaft) gets plain Raft: we adopt its term and vote by the
+        usual rules; a lower-term refusal would be ignored by it and only slow every failover down.
+        Safety never rests on the lease (no lease reads here): terms and the vote rules carry it.
+        """
+        if not self.options.negotiated_pre_vote:
+            return True
+        return self._pre_vote_support.get(candidate, False)
 
     def tick(self) -> None:
         self._election_elapsed += 1
@@ -348,7 +376,7 @@ class RaftCore:
         """Apply the term rules to a peer request; False if it was answered here already."""
         if m.term > self.term:
             if isinstance(m, RequestVoteRequest):
-                if self._in_lease():
+                if self._in_lease() and self._lease_refuses(m.source):
                     # We hear from a leader: a vote request cannot be legitimate yet (§4.2.3, §6.2).
                     self._reply(handle, m, accepted=False)
                     return False
@@ -406,10 +434,18 @@ class RaftCore:
             self._hard_dirty = True
             term = self.term
         self._votes = {self.id: True}
+        peers = sorted(self.voters() - {self.id})
+        if pre:
+            # A peer without pre-vote decides in the real round; here it is counted as a grant (its
+            # real vote is the check). Only pre-vote speakers can refuse a pre-vote round.
+            for peer in peers:
+                if not self._pre_votes_with(peer):
+                    self._votes[peer] = True
+            peers = [peer for peer in peers if self._pre_votes_with(peer)]
         if self._tally() is True:
             self._won(pre)
             return
-        for peer in sorted(self.voters() - {self.id}):
+        for peer in peers:
             self._sends.append(
                 Send(
                     peer,
