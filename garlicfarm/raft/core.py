@@ -29,6 +29,7 @@ from garlicfarm.raft.log import RaftLog
 from garlicfarm.raft.progress import Progress, ProgressState
 from garlicfarm.raft.types import PRE_VOTE_MARKER, InstalledSnapshot, RaftOptions, Ready, Reply, Role, Send
 from garlicfarm.storage.interface import HardState, SnapshotMeta, StoredState
+from garlicfarm.wire.codec import encode_value
 from garlicfarm.wire.messages import (
     AddServerRequest,
     AddServerResponse,
@@ -166,8 +167,13 @@ class RaftCore:
         self.removed = False
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
         self.join_config: Configuration | None = None
+        #: why the last catch-up from a leader was refused, if it was
+        self.join_refusal: str | None = None
         #: what the driver learnt from each peer's handshake: does it speak pre-vote?
         self._pre_vote_support: dict[int, bool] = {}
+        #: (snapshot index, log index, position): where that entry's record lies in the JRaft-style data
+        #: file of our log (LogPack offsets), remembered so consecutive packs cost O(pack)
+        self._data_position: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -233,6 +239,7 @@ class RaftCore:
             "snapshot_index": self.log.snapshot_index,
             "removed": self.removed,
             "joining": None if self._joining is None else self._joining.server.id,
+            "join_refusal": self.join_refusal,
             "progress": {
                 str(peer): {"match": pr.match, "next": pr.next, "state": pr.state.value}
                 for peer, pr in sorted(self.progress.items())
@@ -702,6 +709,15 @@ class RaftCore:
         else:
             entries = list(m.entries)
         prev_term: int | None = m.last_log_term
+        if isinstance(m, SyncLogRequest):
+            if self._contradicts_committed(prev, entries):
+                # We hold committed entries of another farm. JRaft overwrites them and keeps its state
+                # machine as it was; we cannot: refuse, and say why in status (wipe the data to join).
+                self.join_refusal = "this server's committed log differs from the leader's; wipe its data"
+                self._reply(handle, m, accepted=False, next_index=0)
+                return
+            if prev <= self.commit:
+                prev_term = self.log.term_at(prev)  # JRaft's SyncLog carries no term (lastLogTerm 0)
         if prev < self.commit:
             # Our log up to the commit index matches every leader's: skip what we already hold.
             skip = min(len(entries), self.commit - prev)
@@ -720,6 +736,14 @@ class RaftCore:
             self._hard_dirty = True
             self._resolve_clients()
         self._reply(handle, m, accepted=True, next_index=verified + 1)
+
+    def _contradicts_committed(self, prev: int, entries: list[LogEntry]) -> bool:
+        """Whether ``entries`` (from ``prev + 1``) differ from any committed entry we still hold."""
+        lo = max(prev + 1, self.log.first_index)
+        hi = min(prev + len(entries), self.commit)
+        if lo > hi:
+            return False
+        return self.log.slice(lo, hi + 1) != entries[lo - prev - 1 : hi - prev]
 
     def _conflict_hint(self, prev: int) -> int:
         """Where the leader should retry: past our log's end, or the start of the conflicting term."""
@@ -746,6 +770,7 @@ class RaftCore:
             return
 
     def _truncate_after(self, index: int) -> None:
+        self._data_position = None
         self.log.truncate_and_append(index, [])
         while self._configs[-1][0] > index:
             self._configs.pop()
@@ -871,12 +896,20 @@ class RaftCore:
             if joining.accepted:
                 return  # the answer to a resent invitation: the SyncLog it asked for is on its way
             joining.accepted = True
-            pr.next = max(1, min(m.next_index, self.log.last_index + 1))
+            # Catch-up starts at index 1 whatever the joiner says, as JRaft's leader does: its log may
+            # hold a prefix of its own (a JRaft node started alone elects itself and commits index 1),
+            # and only a resync from 1 overwrites it. A compacted start means the snapshot first.
+            pr.next = 1
         elif m.accepted:
-            pr.acknowledge(m.next_index - 1)
+            pr.acknowledge(min(m.next_index - 1, joining.sent_upto))
             if m.next_index - 1 < joining.sent_upto:
                 return  # an answer to an older copy: the latest SyncLog is still on its way
         else:
+            if pr.next <= 1:
+                # Refused from index 1: its committed log contradicts ours (it belonged to another
+                # farm). Retrying cannot help; it must be wiped (it logs why).
+                self._abandon_join()
+                return
             pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
         if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
             self._finish_join()
@@ -897,7 +930,12 @@ class RaftCore:
                 pr.become_snapshot(self.log.snapshot_index)
             self._send_snapshot_chunk(server.id, pr, server.endpoint)
             return
-        entries = self._batch(pr.next, self.options.sync_log_entries, 4 * self.options.max_bytes_per_append)
+        # Only committed entries: a JRaft joiner commits everything a LogPack carries.
+        most = min(self.options.sync_log_entries, self.commit - prev)
+        if most <= 0:
+            return  # nothing committed to send yet; the join tick resends
+        entries = self._batch(pr.next, most, 4 * self.options.max_bytes_per_append)
+        pack = LogPack(tuple(entries), self._jraft_data_position(pr.next))
         sync = SyncLogRequest(
             source=self.id,
             destination=server.id,
@@ -905,11 +943,24 @@ class RaftCore:
             last_log_term=prev_term,
             last_log_index=prev,
             commit_index=self.commit,
-            entries=(LogEntry(self.term, LogPack(tuple(entries))),),
+            entries=(LogEntry(self.term, pack),),
         )
         self._sends.append(Send(server.id, sync, server.endpoint))
         joining.sent_upto = prev + len(entries)
         pr.paused = True
+
+    def _jraft_data_position(self, index: int) -> int:
+        """Where entry ``index`` would lie in a JRaft data file holding our log from its first entry:
+        the sum of the records (term 8, type 1, value) before it. JRaft writes LogPack offsets as such
+        positions and its receiver copies them into its index file (docs/protocol.md, "LogPack")."""
+        start, position = self.log.first_index, 0
+        cached = self._data_position
+        if cached is not None and cached[0] == self.log.snapshot_index and start <= cached[1] <= index:
+            start, position = cached[1], cached[2]
+        for entry in self.log.slice(start, index):
+            position += 9 + len(encode_value(entry.value))
+        self._data_position = (self.log.snapshot_index, index, position)
+        return position
 
     def _finish_join(self) -> None:
         joining = self._joining
