@@ -37,6 +37,7 @@ from garlicfarm.handshake.events import (
     Upgraded,
 )
 from garlicfarm.handshake.features import (
+    COMMIT_ACK,
     FEATURES_HEADER,
     OUR_FEATURES,
     PRE_VOTE,
@@ -47,6 +48,7 @@ from garlicfarm.handshake.nonces import NonceRegistry, NonceVerdict
 from garlicfarm.handshake.server import ServerHandshake
 
 __all__ = [
+    "COMMIT_ACK",
     "DEFAULT_CLUSTER",
     "DEFAULT_MAX_HEAD_SIZE",
     "FEATURES_HEADER",

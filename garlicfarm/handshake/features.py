@@ -10,8 +10,11 @@ from __future__ import annotations
 FEATURES_HEADER = "GarlicFarm-Features"
 #: RequestVoteRequest with commitIndex 2^64-1 is a pre-vote (docs/raft.md)
 PRE_VOTE = "pre-vote"
+#: a leader answers a ClientRequest with accepted=1 only once the entry *committed* (JRaft answers
+#: once it has appended; a client that does not see this feature cannot call the index committed)
+COMMIT_ACK = "commit-ack"
 #: what this implementation speaks
-OUR_FEATURES: tuple[str, ...] = (PRE_VOTE,)
+OUR_FEATURES: tuple[str, ...] = (PRE_VOTE, COMMIT_ACK)
 
 
 def parse_features(value: str | None) -> frozenset[str]:
