@@ -40,14 +40,15 @@ from garlicfarm.wire import (
 from garlicfarm.wire.codec import decode_value, encode_value
 
 HOST = "127.0.0.1"
-JAVA = ["java", "-cp"]
+REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "interop-secret"
 
 
 class Farm:
-    def __init__(self, root: Path, classes: str, base_port: int) -> None:
+    def __init__(self, root: Path, jraft: list[str], base_port: int) -> None:
+        """``jraft``: the command that starts a JRaft node, to which ``server DIR PORT`` is added."""
         self.root = root
-        self.classes = classes
+        self.jraft = jraft
         self.base = base_port
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.bridges: list[subprocess.Popen[bytes]] = []
@@ -110,16 +111,9 @@ class Farm:
         self._bridge(i, "jraft")
         log = open(self.root / f"node-{i}.log", "ab")  # noqa: SIM115
         self.procs[i] = subprocess.Popen(
-            [
-                "java",
-                "-cp",
-                self.classes,
-                "net.data.technology.jraft.App",
-                "server",
-                str(d),
-                str(self.base + 500 + i),
-            ],
+            [*self.jraft, "server", str(d), str(self.base + 500 + i)],
             cwd=d,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=log,
@@ -422,9 +416,19 @@ SCENARIOS: dict[str, Callable[[Farm, list[str]], None]] = {
 }
 
 
+def jraft_command(classes: str | None) -> list[str]:
+    if classes is None:
+        return [sys.executable, "-m", "tests.interop.jraft_peer_server"]
+    return ["java", "-cp", classes, "net.data.technology.jraft.App"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--classes", required=True, help="the JRaft classpath")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--classes", help="the classpath of a compiled JRaft (dmprinter)")
+    which.add_argument(
+        "--model", action="store_true", help="JRaft-behaviour peers (tests/interop) instead of JRaft"
+    )
     parser.add_argument("--work", required=True, type=Path)
     parser.add_argument("--base-port", type=int, default=28200)
     parser.add_argument("--only", help="run the scenarios whose title contains this")
@@ -433,7 +437,7 @@ def main() -> int:
     for n, (title, scenario) in enumerate(SCENARIOS.items(), start=1):
         if args.only and args.only not in title:
             continue
-        farm = Farm(args.work / f"scenario-{n}", args.classes, args.base_port + 100 * n)
+        farm = Farm(args.work / f"scenario-{n}", jraft_command(args.classes), args.base_port + 100 * n)
         notes: list[str] = []
         started = time.monotonic()
         try:
