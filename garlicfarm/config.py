@@ -35,7 +35,10 @@ pre_vote = "auto"                          # "auto": with peers that negotiate i
 [limits]                                   # all optional
 handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade
 idle_timeout = 600.0                       # an inbound link silent this long is dropped
-max_inbound = 256                          # concurrent inbound connections
+max_inbound = 256                          # concurrent authenticated inbound connections
+max_unauthenticated = 64                   # connections still in TLS/upgrade (oldest pushed out)
+max_buffered = 67108864                    # bytes of partly received messages over all connections
+                                           # (at least max_entries_size + 64 KiB)
 max_entries_size = 16777216                # bytes of log entries in one request
 
 [admin]                                    # optional: the web console (docs/admin.md)
@@ -53,6 +56,9 @@ from typing import Any
 import attrs
 
 from garlicfarm.raft.types import RaftOptions
+
+#: what [limits] max_buffered must hold beyond one message of max_entries_size (its header, with room)
+_ROOM = 64 * 1024
 
 
 class ConfigError(ValueError):
@@ -86,6 +92,8 @@ class NodeConfig:
     handshake_timeout: float = 10.0
     idle_timeout: float = 600.0
     max_inbound: int = 256
+    max_unauthenticated: int = 64
+    max_buffered: int = 64 * 1024 * 1024
     max_entries_size: int = 16 * 1024 * 1024
     #: [storage] fsync = false: for benchmarks against stores that do not fsync; never in production
     fsync: bool = True
@@ -176,6 +184,22 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     if not isinstance(fsync, bool):
         raise ConfigError(f"{path}: [storage] fsync must be true or false")
     known = {"node", "auth", "tls", "peers", "raft", "limits", "storage"}
+    max_entries_size = reader.integer(
+        limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
+    )
+    max_buffered = reader.integer(
+        limits,
+        "limits",
+        "max_buffered",
+        1024 * 1024,
+        2**40,
+        default=max(64 * 1024 * 1024, 2 * max_entries_size),
+    )
+    if max_buffered < max_entries_size + _ROOM:
+        raise ConfigError(
+            f"{path}: [limits] max_buffered ({max_buffered}) must hold one largest message: "
+            f"at least max_entries_size + {_ROOM} ({max_entries_size + _ROOM})"
+        )
     return NodeConfig(
         path=path,
         id=server_id,
@@ -193,10 +217,10 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         handshake_timeout=reader.number(limits, "limits", "handshake_timeout", 0.1, 3600, 10.0),
         idle_timeout=reader.number(limits, "limits", "idle_timeout", 1, 10**7, 600.0),
         max_inbound=reader.integer(limits, "limits", "max_inbound", 1, 100_000, default=256),
+        max_unauthenticated=reader.integer(limits, "limits", "max_unauthenticated", 1, 100_000, default=64),
+        max_buffered=max_buffered,
         fsync=fsync,
-        max_entries_size=reader.integer(
-            limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
-        ),
+        max_entries_size=max_entries_size,
         extra={k: v for k, v in raw.items() if k not in known},
     )
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import serverFromString
-from twisted.internet.interfaces import IAddress, IReactorCore, IReactorTCP, IReactorTime
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.interfaces import IReactorCore, IReactorTCP, IReactorTime
 from twisted.logger import Logger
 
 from garlicfarm.admin.config import admin_config
@@ -34,6 +33,7 @@ from garlicfarm.handshake import (
 )
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
+from garlicfarm.net.inbound import InboundFactory
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
@@ -44,27 +44,6 @@ from garlicfarm.wire import ClientRequest, ClusterServer, Configuration, Limits,
 LEADER_HEADER = "GarlicFarm-Leader"
 MEMBERS_HEADER = "GarlicFarm-Members"
 STATUS_HEADER = "GarlicFarm-Status"
-
-
-class InboundFactory(Factory):
-    """Accepts Garlic Farm connections, at most ``max_connections`` at once."""
-
-    log = Logger()
-
-    def __init__(
-        self, make: Callable[[Callable[[ServerConnection], None]], ServerConnection], max_connections: int
-    ):
-        self._make = make
-        self.max_connections = max_connections
-        self.open: set[ServerConnection] = set()
-
-    def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
-        if len(self.open) >= self.max_connections:
-            self.log.warn("refusing a connection from {addr}: {n} already open", addr=addr, n=len(self.open))
-            return None
-        connection = self._make(self.open.discard)
-        self.open.add(connection)
-        return connection
 
 
 class GarlicFarmService(MultiService):
@@ -136,7 +115,13 @@ class GarlicFarmService(MultiService):
         self.server_config = ServerConfig(
             credentials={config.username: password}, cluster=config.cluster, realm=config.cluster
         )
-        self.inbound = InboundFactory(self._make_connection, config.max_inbound)
+        self.inbound = InboundFactory(
+            self._make_connection,
+            config.max_inbound,
+            self.reactor,
+            max_unauthenticated=config.max_unauthenticated,
+            max_buffered=config.max_buffered,
+        )
         self.listener = StreamServerEndpointService(self._server_endpoint(), self.inbound)
         self.listener._raiseSynchronously = True  # a failed bind fails loudly at start, never spins
         self.listener.setServiceParent(self)
@@ -197,7 +182,7 @@ class GarlicFarmService(MultiService):
         self.log.warn("listening in cleartext on loopback: no [tls] configured")
         return serverFromString(self.reactor, self.config.listen)
 
-    def _make_connection(self, on_close: Callable[[ServerConnection], None]) -> ServerConnection:
+    def _make_connection(self, admission: InboundFactory) -> ServerConnection:
         return ServerConnection(
             self.reactor,
             self.server_config,
@@ -205,7 +190,7 @@ class GarlicFarmService(MultiService):
             self._handle,
             self.limits,
             self._upgrade_headers,
-            on_close,
+            admission=admission,
         )
 
     def _to_leader(self, leader: int, request: ClientRequest) -> Deferred[Response]:

@@ -9,6 +9,8 @@ password_file = "admin-credentials"        # default: [auth] password_file
 url = "https://farm-1.example:9101/"       # the console's public address (default: from listen)
 origins = ["https://console.example"]      # extra Origins allowed to POST (default: the Host's own)
 sample_interval = 10                       # seconds between health samples (an hour is kept)
+max_connections = 64                       # open console connections; more are closed at once
+request_deadline = 30                      # seconds to send a whole request (no byte resets it)
 ```
 
 ``garlicfarm.config`` keeps unknown tables in ``NodeConfig.extra``; this module reads ``[admin]`` from
@@ -37,6 +39,8 @@ class AdminConfig:
     url: str | None = None
     origins: tuple[str, ...] = ()
     sample_interval: float = 10.0
+    max_connections: int = 64
+    request_deadline: float = 30.0
     #: where ``[admin]`` came from, for error messages
     source: str = "[admin]"
 
@@ -58,7 +62,16 @@ def admin_config(node: NodeConfig) -> AdminConfig:
     table: Mapping[str, Any] = node.extra.get("admin", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{node.path}: admin must be a table ([admin])")
-    known = {"listen", "username", "password_file", "url", "origins", "sample_interval"}
+    known = {
+        "listen",
+        "username",
+        "password_file",
+        "url",
+        "origins",
+        "sample_interval",
+        "max_connections",
+        "request_deadline",
+    }
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
@@ -81,6 +94,12 @@ def admin_config(node: NodeConfig) -> AdminConfig:
     interval = table.get("sample_interval", 10.0)
     if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.1 <= interval <= 600:
         raise ConfigError(f"{where} sample_interval must be a number of seconds from 0.1 to 600")
+    max_connections = table.get("max_connections", 64)
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or not max_connections >= 1:
+        raise ConfigError(f"{where} max_connections must be a positive integer")
+    deadline = table.get("request_deadline", 30.0)
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not 1 <= deadline <= 3600:
+        raise ConfigError(f"{where} request_deadline must be a number of seconds from 1 to 3600")
     listen = table.get("listen")
     if isinstance(listen, int) and not isinstance(listen, bool):
         if not 1 <= listen <= 65535:
@@ -95,5 +114,7 @@ def admin_config(node: NodeConfig) -> AdminConfig:
         url=url,
         origins=tuple(o.rstrip("/").lower() for o in origins),
         sample_interval=float(interval),
+        max_connections=max_connections,
+        request_deadline=float(deadline),
         source=where,
     )

@@ -94,7 +94,12 @@ class AdminService(Service):
     def startService(self) -> None:
         shared = _SITES.get(self.listen)
         if shared is None:
-            site = AdminSite(self.node.reactor, self.admin.origins)
+            site = AdminSite(
+                self.node.reactor,
+                self.admin.origins,
+                max_connections=self.admin.max_connections,
+                request_deadline=self.admin.request_deadline,
+            )
             endpoint = server_endpoint(self.node.reactor, self.listen, self.node.config.tls)
             port = endpoint.listen(site.http_factory())
             failed: list[Failure] = []

@@ -33,10 +33,12 @@ from twisted.web import http, server
 from twisted.web.resource import Resource
 
 from garlicfarm.admin.auth import DigestGuard, Refused, User
+from garlicfarm.admin.connections import LimitedSite, request_done, request_received
 from garlicfarm.admin.farm import ActionError, FarmHandle
 from garlicfarm.admin.guard import CSRF_HEADER, CsrfTokens, origin_refusal
 from garlicfarm.admin.validate import ACTIONS, MAX_BODY, BadInput, obj, parse_json
 from garlicfarm.handshake.nonces import NonceRegistry
+from garlicfarm.net.budget import RateLimitedLog
 
 # The page's own files only: nothing else on disk is reachable.
 ASSETS = {
@@ -75,6 +77,15 @@ class AdminRequest(server.Request):
             return
         super().handleContentChunk(data)  # type: ignore[no-untyped-call]
 
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        request_received(self)  # head and body are in: the connection's deadline is off
+        super().requestReceived(command, path, version)  # type: ignore[no-untyped-call]
+
+    def finish(self) -> None:
+        # first: finishing may read a pipelined request at once, which turns the deadline off again
+        request_done(self)
+        super().finish()  # type: ignore[no-untyped-call]
+
 
 class _QuietSite(server.Site):
     """Access-logs what matters only: the page polls every few seconds, and every client's first
@@ -93,13 +104,20 @@ class AdminSite:
         reactor: IReactorTime,
         origins: tuple[str, ...] = (),
         random_bytes: Callable[[int], bytes] = os.urandom,
+        *,
+        max_connections: int = 64,
+        request_deadline: float = 30.0,
     ) -> None:
         self.reactor = reactor
         self.origins = origins
+        self.max_connections = max_connections
+        self.request_deadline = request_deadline
         self.farms: dict[str, FarmHandle] = {}
         self.guard = DigestGuard(NonceRegistry(random_bytes))
         self.csrf = CsrfTokens(random_bytes(32))
         self.resource = AdminResource(self)
+        #: rate-limited lines for what anyone who reaches the port can cause in bulk
+        self.events = RateLimitedLog(reactor, AdminResource.log)
 
     def register(self, farm: FarmHandle) -> None:
         if farm.cluster in self.farms:
@@ -109,12 +127,19 @@ class AdminSite:
     def unregister(self, cluster: str) -> None:
         self.farms.pop(cluster, None)
 
-    def http_factory(self) -> server.Site:
+    def http_factory(self) -> LimitedSite:
+        """The factory to listen with: the HTTP site within a connection cap and request deadlines."""
         # the site's own clock for request timeouts too, not the global reactor (tests drive a Clock)
         site = _QuietSite(self.resource, reactor=self.reactor)  # type: ignore[no-untyped-call]
         site.requestFactory = AdminRequest
         site.displayTracebacks = False
-        return site
+        return LimitedSite(
+            site,
+            self.reactor,
+            self.events,
+            max_connections=self.max_connections,
+            request_deadline=self.request_deadline,
+        )
 
 
 class AdminResource(Resource):
@@ -159,7 +184,9 @@ class AdminResource(Resource):
             return verdict
         assert isinstance(verdict, Refused)
         if header is not None and not verdict.stale:
-            self.log.warn(
+            # one line per 10 s however many guesses (the count and the latest in the summary)
+            self.site.events.event(
+                "refused credentials",
                 "admin console: refused {method} {path} from {peer}: {reason}",
                 method=request.method.decode("ascii", "replace"),
                 path=request.path.decode("utf-8", "replace"),

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IHandshakeListener, IReactorTime
 from twisted.internet.protocol import Protocol
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from garlicfarm.handshake import (
     FEATURES_HEADER,
@@ -40,6 +43,7 @@ from garlicfarm.handshake import (
     Upgraded,
     parse_features,
 )
+from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.wire import (
     AddServerRequest,
     Decoder,
@@ -98,6 +102,40 @@ class NotConnected(Exception):
 RequestHandler = Callable[[Request], Deferred[Response]]
 
 
+class Admission(typing.Protocol):
+    """What a listener shares among its connections (:class:`garlicfarm.net.inbound.InboundFactory`)."""
+
+    #: partly received messages of all connections
+    budget: BufferBudget
+    #: rate-limited lines for what strangers can cause in bulk
+    events: RateLimitedLog
+
+    def admit(self, connection: ServerConnection) -> str | None:
+        """The connection authenticated; a reason to close it instead, or None."""
+
+    def closed(self, connection: ServerConnection) -> None:
+        """The connection is gone."""
+
+
+def tls_failure(reason: Failure) -> tuple[str, str] | None:
+    """If the connection ended in a failed TLS handshake: the kind of failure (one of a few, to count
+    alike failures together) and its description. Else None."""
+    ssl = sys.modules.get("OpenSSL.SSL")  # not loaded: no TLS, so no TLS failure either
+    error = reason.value
+    if ssl is not None and isinstance(error, ssl.Error):
+        details = error.args[0] if error.args else None
+        if isinstance(details, list) and details:
+            text = "; ".join(str(part[-1]) for part in details if isinstance(part, tuple) and part)
+        else:
+            text = str(error) or type(error).__name__
+        return text[:100], text  # OpenSSL's reasons are a fixed set
+    tls_errors = sys.modules.get("garlicfarm.tls.errors")
+    if tls_errors is not None and isinstance(error, tls_errors.UnpinnedPeer):
+        return "unpinned", str(error)  # one kind, whatever the fingerprint
+    return None
+
+
+@implementer(IHandshakeListener)
 class ServerConnection(Protocol):
     """An inbound connection: authenticate the peer, then serve its requests in order."""
 
@@ -112,11 +150,13 @@ class ServerConnection(Protocol):
         limits: ConnectionLimits,
         extra_headers: Callable[[], Sequence[tuple[str, str]]] = tuple,
         on_close: Callable[[ServerConnection], None] = lambda _c: None,
+        admission: Admission | None = None,
     ) -> None:
         self.reactor = reactor
         self.limits = limits
         self._handler = handler
         self._on_close = on_close
+        self._admission = admission
         self._handshake: ServerHandshake | None = ServerHandshake(config, nonces, extra_headers())
         self._decoder: Decoder | None = None
         #: responses in request order; None until the answer is known
@@ -125,6 +165,8 @@ class ServerConnection(Protocol):
         self._idle: IDelayedCall | None = None
         self.peer_name = "?"
         self.username: str | None = None
+        #: the TLS handshake is done (under mutual TLS: the peer holds a certificate we trust)
+        self.tls_done = False
         self._closing = False
 
     def connectionMade(self) -> None:
@@ -134,6 +176,9 @@ class ServerConnection(Protocol):
         self._deadline = self.reactor.callLater(
             self.limits.handshake_timeout, self._drop, "handshake timed out"
         )
+
+    def handshakeCompleted(self) -> None:
+        self.tls_done = True
 
     def dataReceived(self, data: bytes) -> None:
         if self._closing:
@@ -147,7 +192,8 @@ class ServerConnection(Protocol):
                     self._closing = True
                     self.transport.loseConnection()  # type: ignore[union-attr]
                 elif isinstance(event, Rejected):
-                    self.log.info("handshake from {peer} refused: {why}", peer=self.peer_name, why=str(event))
+                    why = str(event)
+                    self._note("rejected", "handshake from {peer} refused: {why}", LogLevel.info, why=why)
                 elif isinstance(event, Authenticated):
                     self._upgraded(event)
             return
@@ -159,6 +205,10 @@ class ServerConnection(Protocol):
         self._cancel(self._deadline)
         self._decoder = Decoder(self.limits.wire)
         self.log.debug("{peer} authenticated as {user}", peer=self.peer_name, user=event.username)
+        refusal = self._admission.admit(self) if self._admission is not None else None
+        if refusal is not None:
+            self._drop(refusal, key="over budget")
+            return
         if event.leftover:
             self._feed(event.leftover)
 
@@ -173,6 +223,14 @@ class ServerConnection(Protocol):
                     return
         except ProtocolError as e:
             self._drop(f"malformed message: {e}")
+            return
+        budget = self._admission.budget if self._admission is not None else None
+        if budget is not None and not budget.update(self, decoder.buffered):
+            self._drop(
+                f"a partly received message of {decoder.buffered} bytes would take the node's "
+                f"partly received messages past {budget.limit} bytes ({budget.total} held)",
+                key="buffer budget",
+            )
 
     def _serve(self, message: Message) -> None:
         if not isinstance(message, Request):
@@ -216,13 +274,32 @@ class ServerConnection(Protocol):
         else:
             self._idle = self.reactor.callLater(self.limits.idle_timeout, self._drop, "idle")
 
-    def _drop(self, why: str) -> None:
+    def _drop(self, why: str, key: str | None = None) -> None:
         if self._closing:
             return
         self._closing = True
-        self.log.warn("dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
+        if self.username is None:
+            key = key or "unauthenticated"  # strangers can cause these in bulk: rate-limited
+        if key is None:
+            self.log.warn("dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
+        else:
+            self._note(key, "dropping connection from {peer}: {why}", why=why)
+        self._abort()
+
+    def evict(self) -> None:
+        """Close at once, quietly: the listener needs the room and logs it."""
+        self._closing = True
+        self._abort()
+
+    def _abort(self) -> None:
         if self.transport is not None:
             self.transport.abortConnection()  # type: ignore[attr-defined]
+
+    def _note(self, key: str, fmt: str, level: LogLevel = LogLevel.warn, **fields: Any) -> None:
+        if self._admission is not None:
+            self._admission.events.event(key, fmt, level, peer=self.peer_name, **fields)
+        else:
+            self.log.emit(level, fmt, peer=self.peer_name, **fields)
 
     @staticmethod
     def _cancel(call: IDelayedCall | None) -> None:
@@ -230,10 +307,17 @@ class ServerConnection(Protocol):
             call.cancel()
 
     def connectionLost(self, reason: Failure = ConnectionClosed) -> None:  # type: ignore[assignment]
+        if self.username is None and not self._closing:
+            failure = tls_failure(reason)
+            if failure is not None:
+                kind, why = failure
+                self._note(f"tls: {kind}", "TLS handshake from {peer} failed: {why}", why=why)
         self._closing = True
         self._cancel(self._deadline)
         self._cancel(self._idle)
         self._slots.clear()
+        if self._admission is not None:
+            self._admission.closed(self)
         self._on_close(self)
 
 

@@ -10,8 +10,10 @@ from typing import Any
 
 import h11
 from twisted.internet.address import IPv4Address
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.python.failure import Failure
 
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.farm import FarmHandle
@@ -126,7 +128,7 @@ class Browser:
                 elif isinstance(event, h11.Data):
                     chunks.append(bytes(event.data))
                 elif isinstance(event, h11.EndOfMessage):
-                    protocol.connectionLost(None)
+                    protocol.connectionLost(Failure(ConnectionDone()))
                     return Response(status, got, b"".join(chunks))
             self.clock.advance(0)
         raise AssertionError(f"{method} {path}: no whole response after 200 reactor turns")

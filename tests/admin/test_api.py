@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import capturedLogs, formatEvent
 
 from garlicfarm.admin.site import AdminSite
 from garlicfarm.admin.validate import MAX_BODY
@@ -52,6 +53,16 @@ def test_wrong_password_is_refused(site: AdminSite) -> None:
     response = Browser(site, password="guess").get("/api/farms")
     assert response.status == 401
     assert response.json()["error"] == "authentication required"
+
+
+def test_refused_credentials_are_logged_rate_limited(site: AdminSite, clock: MemoryReactorClock) -> None:
+    with capturedLogs() as events:
+        for _ in range(50):
+            assert Browser(site, password="guess").get("/api/farms").status == 401
+        clock.advance(10)
+    lines = [text for e in events if "refused GET /api/farms" in (text := formatEvent(e) or "")]
+    assert len(lines) == 2
+    assert lines[1].startswith("49 more in the last 10 s")
 
 
 def test_unknown_user_is_refused(site: AdminSite) -> None:

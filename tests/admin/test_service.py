@@ -41,11 +41,19 @@ def test_a_bare_port_means_loopback(tmp_path: Path) -> None:
         ({"sample_interval": 0}, "sample_interval"),
         ({"origins": ["example.com"]}, "origins"),
         ({"url": "ftp://x"}, "url"),
+        ({"max_connections": 0}, "max_connections"),
+        ({"request_deadline": 0.5}, "request_deadline"),
     ],
 )
 def test_bad_admin_tables(tmp_path: Path, table: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         _config(tmp_path, table)
+
+
+def test_connection_limits_are_read(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"listen": 9101, "max_connections": 8, "request_deadline": 5})
+    assert isinstance(config, AdminConfig)
+    assert (config.max_connections, config.request_deadline) == (8, 5.0)
 
 
 def test_admin_url() -> None:

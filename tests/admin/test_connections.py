@@ -1,0 +1,134 @@
+"""The console's connection cap and request deadlines, on a MemoryReactorClock over StringTransports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+from twisted.internet.address import IPv4Address
+from twisted.internet.interfaces import IProtocolNegotiationFactory
+from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.logger import LogEvent, capturedLogs, formatEvent
+from twisted.web import server
+from twisted.web.resource import Resource
+
+from garlicfarm.admin.site import AdminSite
+
+ADDRESS = IPv4Address("TCP", "192.0.2.9", 40000)
+REQUEST = b"GET /api/farms HTTP/1.1\r\nHost: 127.0.0.1:9101\r\n\r\n"
+
+
+@pytest.fixture
+def logs() -> Iterator[Sequence[LogEvent]]:
+    with capturedLogs() as events:
+        yield events
+
+
+def lines(events: Sequence[LogEvent], word: str) -> list[str]:
+    return [text for e in events if (text := formatEvent(e)) and word in text]
+
+
+class Slow(Resource):
+    """Answers when the test says so, like an action waiting for its commit."""
+
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[server.Request] = []
+
+    def render(self, request: server.Request) -> int:
+        self.waiting.append(request)
+        return server.NOT_DONE_YET
+
+
+def connect(factory: object) -> tuple[object, StringTransport]:
+    protocol = factory.buildProtocol(ADDRESS)  # type: ignore[attr-defined]
+    transport = StringTransport(peerAddress=ADDRESS)
+    protocol.makeConnection(transport)
+    return protocol, transport
+
+
+def test_new_connections_push_out_the_oldest_that_owe_a_request(logs: Sequence[LogEvent]) -> None:
+    clock = MemoryReactorClock()
+    factory = AdminSite(clock, max_connections=10).http_factory()
+    transports = [connect(factory)[1] for _ in range(1000)]
+    assert all(t.disconnected for t in transports[:990])  # closed at once, the oldest first
+    assert not any(t.disconnected for t in transports[990:])
+    assert factory.open == 10
+    clock.advance(10)
+    evictions = lines(logs, "owed a request")
+    assert len(evictions) == 2
+    assert evictions[1].startswith("989 more in the last 10 s")
+
+
+def test_when_every_connection_waits_for_an_answer_new_ones_are_refused(logs: Sequence[LogEvent]) -> None:
+    clock = MemoryReactorClock()
+    site = AdminSite(clock, max_connections=10)
+    slow = Slow()
+    site.resource = slow  # type: ignore[assignment]
+    factory = site.http_factory()
+    busy = [connect(factory) for _ in range(10)]
+    for protocol, _ in busy:
+        protocol.dataReceived(REQUEST)  # type: ignore[attr-defined]
+    refused = [connect(factory)[1] for _ in range(100)]
+    assert all(t.disconnected for t in refused)
+    assert not any(t.disconnected for _, t in busy)
+    assert len(lines(logs, "all waiting for answers")) == 1
+    slow.waiting[0].finish()  # answered: that connection owes the next request, so it may be pushed out
+    assert not connect(factory)[1].disconnected
+    assert busy[0][1].disconnected
+
+
+def test_one_byte_a_second_does_not_keep_a_connection(logs: Sequence[LogEvent]) -> None:
+    clock = MemoryReactorClock()
+    factory = AdminSite(clock, request_deadline=30).http_factory()
+    protocol, transport = connect(factory)
+    for byte in REQUEST[:-2] * 10:  # never a whole request, a byte a second
+        protocol.dataReceived(bytes([byte]))  # type: ignore[attr-defined]
+        clock.advance(1)
+        if transport.disconnected:
+            break
+    assert transport.disconnected
+    assert clock.seconds() == 30
+    assert lines(logs, "no whole request within 30 s")
+
+
+def test_a_whole_request_is_answered_and_the_deadline_starts_again(logs: Sequence[LogEvent]) -> None:
+    clock = MemoryReactorClock()
+    factory = AdminSite(clock, request_deadline=30).http_factory()
+    protocol, transport = connect(factory)
+    clock.advance(29)
+    protocol.dataReceived(REQUEST)  # type: ignore[attr-defined]
+    assert transport.value().startswith(b"HTTP/1.1 401")  # answered (no credentials)
+    clock.advance(29)
+    assert not transport.disconnected  # a fresh deadline for the next request on this connection
+    protocol.dataReceived(REQUEST)  # type: ignore[attr-defined]
+    clock.advance(29)
+    assert not transport.disconnected
+    clock.advance(1)
+    assert transport.disconnected  # an idle keep-alive connection ends at the deadline too
+
+
+def test_no_deadline_while_the_site_works_on_an_answer(logs: Sequence[LogEvent]) -> None:
+    clock = MemoryReactorClock()
+    site = AdminSite(clock, request_deadline=30)
+    slow = Slow()
+    site.resource = slow  # type: ignore[assignment]
+    protocol, transport = connect(site.http_factory())
+    protocol.dataReceived(REQUEST)  # type: ignore[attr-defined]
+    clock.advance(300)
+    assert not transport.disconnected
+    [request] = slow.waiting
+    request.write(b"done")
+    request.finish()
+    assert b"done" in transport.value()
+    clock.advance(30)
+    assert transport.disconnected
+
+
+def test_alpn_offers_http_1_1_only() -> None:
+    """Under TLS, Twisted's ALPN callback fails the handshake of a browser (it offers ALPN) unless the
+    factory names its protocols; HTTP/2 would bypass the request deadlines."""
+    factory = AdminSite(MemoryReactorClock()).http_factory()
+    assert IProtocolNegotiationFactory(factory).acceptableProtocols() == [b"http/1.1"]
