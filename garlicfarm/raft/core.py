@@ -61,8 +61,9 @@ from garlicfarm.wire.payloads import (
 )
 from garlicfarm.wire.types import NO_LEADER
 
-#: nextIndex in an InstallSnapshotResponse meaning "I already have everything this snapshot covers"
-SNAPSHOT_NOT_NEEDED = 0xFFFFFFFFFFFFFFFF
+#: nextIndex in an InstallSnapshotResponse meaning "I already have everything this snapshot covers":
+#: past any snapshot's end for us, and for JRaft too, whose signed long would read 2**64-1 as -1
+SNAPSHOT_NOT_NEEDED = 0x7FFFFFFFFFFFFFFF
 
 
 @attrs.define

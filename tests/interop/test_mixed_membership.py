@@ -104,3 +104,17 @@ def test_jraft_leader_removes_a_garlicfarm_server(seed: int) -> None:
     farm.submit(b'{"after":"leave"}')
     farm.settle()
     farm.check_agreement([1, 2])
+
+
+def test_snapshot_not_needed_reads_as_done_to_jraft() -> None:
+    """A follower that already holds a snapshot's entries answers with a nextIndex JRaft's signed long
+    reads as past the end (done), not as -1 (it would then read the snapshot from byte -1)."""
+    import struct
+
+    from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
+    from garlicfarm.wire import InstallSnapshotResponse, encode
+    from tests.interop.jraft_wire import parse_response
+
+    wire = encode(InstallSnapshotResponse(2, 1, 3, SNAPSHOT_NOT_NEEDED, True))
+    assert parse_response(wire).next_index == 2**63 - 1  # as JRaft reads it: >= any snapshot size
+    assert struct.unpack_from(">q", wire, 17)[0] > 0
