@@ -30,6 +30,7 @@ tick_ms = 50
 election_ticks = 10
 heartbeat_ticks = 2
 snapshot_every = 5000
+pre_vote = "auto"                          # "auto": with peers that negotiate it (not JRaft); "on"; "off"
 
 [limits]                                   # all optional
 handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade
@@ -107,6 +108,11 @@ class NodeConfig:
             ) from None
 
 
+#: [raft] pre_vote: "auto" pre-votes with peers whose handshake says they speak it (plain votes with
+#: JRaft); "on" assumes every peer does (a farm of garlicfarm nodes only); "off" never pre-votes
+_PRE_VOTE_MODES = ("auto", "on", "off")
+
+
 def load_config(path: str | Path) -> NodeConfig:
     path = Path(path)
     try:
@@ -153,8 +159,13 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     raft = reader.table("raft", required=False)
     tick_ms = reader.integer(raft, "raft", "tick_ms", 1, 60_000, default=50)
     defaults = RaftOptions()
+    pre_vote = raft.get("pre_vote", "auto")
+    if pre_vote not in _PRE_VOTE_MODES:
+        raise ConfigError(f'{path}: [raft] pre_vote must be "auto", "on" or "off", not {pre_vote!r}')
     try:
         options = RaftOptions(
+            pre_vote=pre_vote != "off",
+            negotiated_pre_vote=pre_vote == "auto",
             election_ticks=reader.integer(
                 raft, "raft", "election_ticks", 2, 10_000, default=defaults.election_ticks
             ),

@@ -22,7 +22,15 @@ from garlicfarm.app.config import app_config
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig
-from garlicfarm.handshake import ClientConfig, NonceRegistry, ServerConfig
+from garlicfarm.handshake import (
+    FEATURES_HEADER,
+    OUR_FEATURES,
+    PRE_VOTE,
+    ClientConfig,
+    NonceRegistry,
+    ServerConfig,
+    format_features,
+)
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
 from garlicfarm.net.inbound import InboundFactory
@@ -82,7 +90,12 @@ class GarlicFarmService(MultiService):
         rng = random.Random(os.urandom(16))  # noqa: S311 - election timeouts need spread, not secrecy
         core = RaftCore(config.id, stored, rng, bootstrap, config.raft, data)
         self.peers = PeerConnections(
-            self.reactor, self._endpoint_for, self._client_config_for, self.limits, self._lookup
+            self.reactor,
+            self._endpoint_for,
+            self._client_config_for,
+            self.limits,
+            self._lookup,
+            on_features=self._peer_features,
         )
         self.driver = RaftDriver(
             core,
@@ -151,7 +164,11 @@ class GarlicFarmService(MultiService):
             username=self.config.username,
             password=self._password,
             cluster=self.config.cluster,
+            features=OUR_FEATURES,
         )
+
+    def _peer_features(self, peer_id: int, features: frozenset[str]) -> None:
+        self.driver.set_pre_vote_support(peer_id, PRE_VOTE in features)
 
     def _server_endpoint(self) -> Any:
         if self.config.tls is not None:
@@ -189,6 +206,7 @@ class GarlicFarmService(MultiService):
         headers = [
             (MEMBERS_HEADER, members),
             (STATUS_HEADER, json.dumps(self.status(), separators=(",", ":"))),
+            (FEATURES_HEADER, format_features(OUR_FEATURES)),
         ]
         if core.leader_id is not None:
             headers.insert(0, (LEADER_HEADER, str(core.leader_id)))

@@ -16,6 +16,7 @@ from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
+from garlicfarm.handshake import COMMIT_ACK
 from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.wire import (
     AddServerRequest,
@@ -93,7 +94,12 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         response = await client.request_leader(request, "submit")
         return response.next_index - 1
 
-    stdout.write(f"{_run_reactor(job)}\n")
+    index = _run_reactor(job)
+    if COMMIT_ACK in client.leader_features:
+        stdout.write(f"{index}\n")  # a garlicfarm leader answers once the entry committed
+    else:
+        # JRaft answers accepted=1 once it has appended: the entry may still be lost
+        stdout.write(f"{index} appended, not known to be committed (the leader answers on append)\n")
 
 
 def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -232,7 +238,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     status.set_defaults(run=run_status)
 
     submit = sub.add_parser(
-        "submit", help="commit an Application entry through the leader; prints the committed index"
+        "submit",
+        help="commit an Application entry through the leader; prints the committed index (or, from a "
+        "leader that answers on append, as JRaft does, the index marked 'appended')",
     )
     common(submit)
     submit.add_argument("json", help="the entry, as JSON ('-' reads stdin)")

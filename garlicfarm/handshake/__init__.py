@@ -36,12 +36,24 @@ from garlicfarm.handshake.events import (
     ServerEvent,
     Upgraded,
 )
+from garlicfarm.handshake.features import (
+    COMMIT_ACK,
+    FEATURES_HEADER,
+    OUR_FEATURES,
+    PRE_VOTE,
+    format_features,
+    parse_features,
+)
 from garlicfarm.handshake.nonces import NonceRegistry, NonceVerdict
 from garlicfarm.handshake.server import ServerHandshake
 
 __all__ = [
+    "COMMIT_ACK",
     "DEFAULT_CLUSTER",
     "DEFAULT_MAX_HEAD_SIZE",
+    "FEATURES_HEADER",
+    "OUR_FEATURES",
+    "PRE_VOTE",
     "PROTOCOL_VERSION",
     "Algorithm",
     "AuthHeaderSyntaxError",
@@ -73,5 +85,7 @@ __all__ = [
     "ServerHandshake",
     "Upgraded",
     "compute_response",
+    "format_features",
+    "parse_features",
     "request_target",
 ]

@@ -17,6 +17,7 @@ from garlicfarm.handshake.config import ClientConfig
 from garlicfarm.handshake.digest import Challenge, DigestCredentials
 from garlicfarm.handshake.errors import AuthHeaderSyntaxError, HandshakeStateError
 from garlicfarm.handshake.events import ClientEvent, Failed, Failure, Reconnect, Upgraded
+from garlicfarm.handshake.features import FEATURES_HEADER, format_features
 from garlicfarm.handshake.httphead import comma_tokens, decode_headers, head_size, header_values
 
 _CNONCE_BYTES = 16
@@ -67,6 +68,9 @@ class ClientHandshake:
                 (b"Upgrade", b"websocket"),
                 (b"Authorization", self._credentials.to_header().encode("utf-8")),
             ]
+        if config.features:
+            offered = format_features(config.features).encode("ascii")
+            headers.append((FEATURES_HEADER.encode("ascii"), offered))
         self._request = h11.Request(method="GET", target=config.target, headers=headers)
 
     @property

@@ -100,6 +100,8 @@ class ClientConfig:
         default=(Algorithm.SHA256, Algorithm.MD5), converter=tuple, validator=_algorithms
     )
     max_head_size: int = attrs.field(default=DEFAULT_MAX_HEAD_SIZE, validator=_head_size)
+    #: optional features offered in a ``GarlicFarm-Features`` header (none: the header is left out)
+    features: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:

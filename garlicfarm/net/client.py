@@ -35,6 +35,8 @@ class FarmClient:
         self.timeout = timeout
         self.cache = ChallengeCache()
         self.endpoints: dict[int, str] = dict(config.peers)
+        #: what the node that accepted the last request offered in its 101 (JRaft's bridge: nothing)
+        self.leader_features: frozenset[str] = frozenset()
 
     async def connect(self, uri: str) -> ClientConnection:
         """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
@@ -95,6 +97,7 @@ class FarmClient:
             finally:
                 connection.transport.loseConnection()  # type: ignore[union-attr]
             if response.accepted:
+                self.leader_features = connection.features
                 return response
             tried.add(target)
             leader = response.destination

@@ -27,6 +27,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from garlicfarm.handshake import (
+    FEATURES_HEADER,
     Authenticated,
     ChallengeCache,
     ClientConfig,
@@ -40,6 +41,7 @@ from garlicfarm.handshake import (
     ServerConfig,
     ServerHandshake,
     Upgraded,
+    parse_features,
 )
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.wire import (
@@ -385,6 +387,13 @@ class ClientConnection(Protocol):
         self.ready.callback(self)
         if event.leftover:
             self._feed(event.leftover)
+
+    @property
+    def features(self) -> frozenset[str]:
+        """What the peer's 101 said it speaks beyond JRaft's protocol (nothing from JRaft)."""
+        if self.upgraded is None:
+            return frozenset()
+        return parse_features(self.upgraded.header(FEATURES_HEADER))
 
     def request(self, message: Request, timeout: float | None = None) -> Deferred[Response]:
         if self.lost:

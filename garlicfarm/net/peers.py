@@ -15,9 +15,10 @@ from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
-from garlicfarm.handshake import ChallengeCache, ClientConfig
+from garlicfarm.handshake import PRE_VOTE, ChallengeCache, ClientConfig
 from garlicfarm.net.connection import ClientConnection, ConnectionLimits, NotConnected, _failed
-from garlicfarm.wire import Request, Response
+from garlicfarm.raft.types import PRE_VOTE_MARKER
+from garlicfarm.wire import Request, RequestVoteRequest, Response
 
 EndpointFor = Callable[[str], IStreamClientEndpoint]
 ClientConfigFor = Callable[[str], ClientConfig]
@@ -42,12 +43,14 @@ class PeerConnections:
         limits: ConnectionLimits | None = None,
         directory: Callable[[int], str | None] = lambda _id: None,
         rng: random.Random | None = None,
+        on_features: Callable[[int, frozenset[str]], None] = lambda _id, _features: None,
     ) -> None:
         self.reactor = reactor
         self._endpoint_for = endpoint_for
         self._client_config_for = client_config_for
         self.limits = limits or ConnectionLimits()
         self._directory = directory
+        self._on_features = on_features
         self._rng = rng or random.Random()  # noqa: S311 - backoff jitter, not secrecy
         self.cache = ChallengeCache()
         self._peers: dict[int, _Peer] = {}
@@ -67,6 +70,10 @@ class PeerConnections:
             peer = self._start(to, address)
         if peer.connection is None:
             return _failed(NotConnected(f"not connected to server {to} yet"))
+        if is_pre_vote(message) and PRE_VOTE not in peer.connection.features:
+            # JRaft would take it for a real vote and raise its term; the core learnt this when the
+            # connection came up and asks this peer for real votes only from its next campaign.
+            return _failed(NotConnected(f"server {to} does not speak pre-vote"))
         return peer.connection.request(message)
 
     def connected(self) -> dict[int, bool]:
@@ -78,7 +85,13 @@ class PeerConnections:
 
         def ready(connection: ClientConnection) -> None:
             peer.connection = connection
-            self.log.info("connected to server {id} at {address}", id=peer_id, address=address)
+            self.log.info(
+                "connected to server {id} at {address} (features: {features})",
+                id=peer_id,
+                address=address,
+                features=", ".join(sorted(connection.features)) or "none",
+            )
+            self._on_features(peer_id, connection.features)
 
         def lost(connection: ClientConnection, why: str) -> None:
             if peer.connection is connection:
@@ -110,3 +123,7 @@ class PeerConnections:
         self.running = False
         stops = [d for peer_id in list(self._peers) if (d := self._forget(peer_id)) is not None]
         return gatherResults(stops)
+
+
+def is_pre_vote(message: Request) -> bool:
+    return isinstance(message, RequestVoteRequest) and message.commit_index == PRE_VOTE_MARKER

@@ -10,7 +10,8 @@ Rules this core keeps that JRaft does not (see docs/raft.md):
   leader appends a Configuration entry restating the current configuration, which doubles as the
   no-op that lets it commit earlier terms' entries;
 * a follower commits up to min(leaderCommit, last entry this AppendEntries verified);
-* pre-vote (§9.6) and check-quorum (§6.2): a server that was cut off cannot depose a healthy leader;
+* pre-vote (§9.6) and check-quorum (§6.2): a server that was cut off cannot depose a healthy leader
+  (with peers that speak pre-vote; a JRaft peer gets plain Raft votes, see docs/raft.md);
 * a leader counts its own log only as far as it is durable.
 
 Configuration changes take effect when their entry is appended (the Raft dissertation's rule).
@@ -28,6 +29,7 @@ from garlicfarm.raft.log import RaftLog
 from garlicfarm.raft.progress import Progress, ProgressState
 from garlicfarm.raft.types import PRE_VOTE_MARKER, InstalledSnapshot, RaftOptions, Ready, Reply, Role, Send
 from garlicfarm.storage.interface import HardState, SnapshotMeta, StoredState
+from garlicfarm.wire.codec import encode_value
 from garlicfarm.wire.messages import (
     AddServerRequest,
     AddServerResponse,
@@ -59,8 +61,9 @@ from garlicfarm.wire.payloads import (
 )
 from garlicfarm.wire.types import NO_LEADER
 
-#: nextIndex in an InstallSnapshotResponse meaning "I already have everything this snapshot covers"
-SNAPSHOT_NOT_NEEDED = 0xFFFFFFFFFFFFFFFF
+#: nextIndex in an InstallSnapshotResponse meaning "I already have everything this snapshot covers":
+#: past any snapshot's end for us, and for JRaft too, whose signed long would read 2**64-1 as -1
+SNAPSHOT_NOT_NEEDED = 0x7FFFFFFFFFFFFFFF
 
 
 @attrs.define
@@ -165,6 +168,13 @@ class RaftCore:
         self.removed = False
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
         self.join_config: Configuration | None = None
+        #: why the last catch-up from a leader was refused, if it was
+        self.join_refusal: str | None = None
+        #: what the driver learnt from each peer's handshake: does it speak pre-vote?
+        self._pre_vote_support: dict[int, bool] = {}
+        #: (snapshot index, log index, position): where that entry's record lies in the JRaft-style data
+        #: file of our log (LogPack offsets), remembered so consecutive packs cost O(pack)
+        self._data_position: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -230,6 +240,7 @@ class RaftCore:
             "snapshot_index": self.log.snapshot_index,
             "removed": self.removed,
             "joining": None if self._joining is None else self._joining.server.id,
+            "join_refusal": self.join_refusal,
             "progress": {
                 str(peer): {"match": pr.match, "next": pr.next, "state": pr.state.value}
                 for peer, pr in sorted(self.progress.items())
@@ -237,6 +248,31 @@ class RaftCore:
         }
 
     # ------------------------------------------------------------------------------------------ input
+
+    def set_pre_vote_support(self, peer: int, supported: bool) -> None:
+        """The driver learnt from ``peer``'s handshake whether it speaks pre-vote (JRaft does not)."""
+        self._pre_vote_support[peer] = supported
+
+    def _pre_votes_with(self, peer: int) -> bool:
+        """Whether ``peer`` is asked for pre-votes. Unknown peers are asked: the request can only leave
+        on a connection whose handshake has shown the peer's features, and the driver drops a pre-vote
+        to a peer without them (it never reaches a JRaft node)."""
+        if not self.options.negotiated_pre_vote:
+            return True
+        return self._pre_vote_support.get(peer, True)
+
+    def _lease_refuses(self, candidate: int) -> bool:
+        """Whether the lease lets us refuse ``candidate``'s real vote without adopting its term.
+
+        Only for a candidate that speaks pre-vote: it got here by winning a pre-vote round, and the
+        refusal stops a server that skips that round (a removed one, §4.2.3) from disrupting a live
+        leader. A peer that never pre-votes (JRaft) gets plain Raft: we adopt its term and vote by the
+        usual rules; a lower-term refusal would be ignored by it and only slow every failover down.
+        Safety never rests on the lease (no lease reads here): terms and the vote rules carry it.
+        """
+        if not self.options.negotiated_pre_vote:
+            return True
+        return self._pre_vote_support.get(candidate, False)
 
     def tick(self) -> None:
         self._election_elapsed += 1
@@ -348,7 +384,7 @@ class RaftCore:
         """Apply the term rules to a peer request; False if it was answered here already."""
         if m.term > self.term:
             if isinstance(m, RequestVoteRequest):
-                if self._in_lease():
+                if self._in_lease() and self._lease_refuses(m.source):
                     # We hear from a leader: a vote request cannot be legitimate yet (§4.2.3, §6.2).
                     self._reply(handle, m, accepted=False)
                     return False
@@ -406,10 +442,18 @@ class RaftCore:
             self._hard_dirty = True
             term = self.term
         self._votes = {self.id: True}
+        peers = sorted(self.voters() - {self.id})
+        if pre:
+            # A peer without pre-vote decides in the real round; here it is counted as a grant (its
+            # real vote is the check). Only pre-vote speakers can refuse a pre-vote round.
+            for peer in peers:
+                if not self._pre_votes_with(peer):
+                    self._votes[peer] = True
+            peers = [peer for peer in peers if self._pre_votes_with(peer)]
         if self._tally() is True:
             self._won(pre)
             return
-        for peer in sorted(self.voters() - {self.id}):
+        for peer in peers:
             self._sends.append(
                 Send(
                     peer,
@@ -666,6 +710,15 @@ class RaftCore:
         else:
             entries = list(m.entries)
         prev_term: int | None = m.last_log_term
+        if isinstance(m, SyncLogRequest):
+            if self._contradicts_committed(prev, entries):
+                # We hold committed entries of another farm. JRaft overwrites them and keeps its state
+                # machine as it was; we cannot: refuse, and say why in status (wipe the data to join).
+                self.join_refusal = "this server's committed log differs from the leader's; wipe its data"
+                self._reply(handle, m, accepted=False, next_index=0)
+                return
+            if prev <= self.commit:
+                prev_term = self.log.term_at(prev)  # JRaft's SyncLog carries no term (lastLogTerm 0)
         if prev < self.commit:
             # Our log up to the commit index matches every leader's: skip what we already hold.
             skip = min(len(entries), self.commit - prev)
@@ -684,6 +737,14 @@ class RaftCore:
             self._hard_dirty = True
             self._resolve_clients()
         self._reply(handle, m, accepted=True, next_index=verified + 1)
+
+    def _contradicts_committed(self, prev: int, entries: list[LogEntry]) -> bool:
+        """Whether ``entries`` (from ``prev + 1``) differ from any committed entry we still hold."""
+        lo = max(prev + 1, self.log.first_index)
+        hi = min(prev + len(entries), self.commit)
+        if lo > hi:
+            return False
+        return self.log.slice(lo, hi + 1) != entries[lo - prev - 1 : hi - prev]
 
     def _conflict_hint(self, prev: int) -> int:
         """Where the leader should retry: past our log's end, or the start of the conflicting term."""
@@ -710,6 +771,7 @@ class RaftCore:
             return
 
     def _truncate_after(self, index: int) -> None:
+        self._data_position = None
         self.log.truncate_and_append(index, [])
         while self._configs[-1][0] > index:
             self._configs.pop()
@@ -835,12 +897,20 @@ class RaftCore:
             if joining.accepted:
                 return  # the answer to a resent invitation: the SyncLog it asked for is on its way
             joining.accepted = True
-            pr.next = max(1, min(m.next_index, self.log.last_index + 1))
+            # Catch-up starts at index 1 whatever the joiner says, as JRaft's leader does: its log may
+            # hold a prefix of its own (a JRaft node started alone elects itself and commits index 1),
+            # and only a resync from 1 overwrites it. A compacted start means the snapshot first.
+            pr.next = 1
         elif m.accepted:
-            pr.acknowledge(m.next_index - 1)
+            pr.acknowledge(min(m.next_index - 1, joining.sent_upto))
             if m.next_index - 1 < joining.sent_upto:
                 return  # an answer to an older copy: the latest SyncLog is still on its way
         else:
+            if pr.next <= 1:
+                # Refused from index 1: its committed log contradicts ours (it belonged to another
+                # farm). Retrying cannot help; it must be wiped (it logs why).
+                self._abandon_join()
+                return
             pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
         if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
             self._finish_join()
@@ -861,7 +931,12 @@ class RaftCore:
                 pr.become_snapshot(self.log.snapshot_index)
             self._send_snapshot_chunk(server.id, pr, server.endpoint)
             return
-        entries = self._batch(pr.next, self.options.sync_log_entries, 4 * self.options.max_bytes_per_append)
+        # Only committed entries: a JRaft joiner commits everything a LogPack carries.
+        most = min(self.options.sync_log_entries, self.commit - prev)
+        if most <= 0:
+            return  # nothing committed to send yet; the join tick resends
+        entries = self._batch(pr.next, most, 4 * self.options.max_bytes_per_append)
+        pack = LogPack(tuple(entries), self._jraft_data_position(pr.next))
         sync = SyncLogRequest(
             source=self.id,
             destination=server.id,
@@ -869,11 +944,24 @@ class RaftCore:
             last_log_term=prev_term,
             last_log_index=prev,
             commit_index=self.commit,
-            entries=(LogEntry(self.term, LogPack(tuple(entries))),),
+            entries=(LogEntry(self.term, pack),),
         )
         self._sends.append(Send(server.id, sync, server.endpoint))
         joining.sent_upto = prev + len(entries)
         pr.paused = True
+
+    def _jraft_data_position(self, index: int) -> int:
+        """Where entry ``index`` would lie in a JRaft data file holding our log from its first entry:
+        the sum of the records (term 8, type 1, value) before it. JRaft writes LogPack offsets as such
+        positions and its receiver copies them into its index file (docs/protocol.md, "LogPack")."""
+        start, position = self.log.first_index, 0
+        cached = self._data_position
+        if cached is not None and cached[0] == self.log.snapshot_index and start <= cached[1] <= index:
+            start, position = cached[1], cached[2]
+        for entry in self.log.slice(start, index):
+            position += 9 + len(encode_value(entry.value))
+        self._data_position = (self.log.snapshot_index, index, position)
+        return position
 
     def _finish_join(self) -> None:
         joining = self._joining

@@ -271,6 +271,10 @@ class RaftDriver:
 
         d.addCallback(ended)
 
+    def set_pre_vote_support(self, peer: int, supported: bool) -> None:
+        """What ``peer``'s handshake said about pre-vote (JRaft: nothing, so False)."""
+        self.core.set_pre_vote_support(peer, supported)
+
     def status(self) -> dict[str, Any]:
         return self.core.status()
 

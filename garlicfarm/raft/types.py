@@ -11,8 +11,9 @@ from garlicfarm.wire.messages import Request, Response
 from garlicfarm.wire.payloads import LogEntry
 
 #: A RequestVoteRequest whose commitIndex is 2**64-1 (JRaft's -1) is a pre-vote (Raft dissertation
-#: §9.6): "would you vote for me in term T?" without anyone changing term. JRaft never sends it; a
-#: JRaft peer would take it for an ordinary vote request, which is safe (it only loses the protection).
+#: §9.6): "would you vote for me in term T?" without anyone changing term. JRaft never sends it and
+#: takes it for an ordinary vote (it raises its term and grants a real vote, which wrecks elections),
+#: so pre-votes go only to peers that negotiated them (see docs/raft.md, "Pre-vote with JRaft").
 #: Pre-vote answers carry the marker in nextIndex, so that a late pre-vote grant can never be counted
 #: as a real vote.
 PRE_VOTE_MARKER = 0xFFFFFFFFFFFFFFFF
@@ -40,6 +41,10 @@ class RaftOptions:
     #: between Readies, so a big backlog cannot hold heartbeats back for seconds
     max_apply_per_ready: int = 1024
     pre_vote: bool = True
+    #: pre-vote only with peers the driver reported as supporting it (:meth:`RaftCore.set_pre_vote_support`,
+    #: from the handshake's ``GarlicFarm-Features``); peers known not to (JRaft) get plain votes and
+    #: escape the lease-based vote refusal. False: every peer is assumed to support pre-vote.
+    negotiated_pre_vote: bool = False
     check_quorum: bool = True
     #: bytes of snapshot per InstallSnapshotRequest (JRaft sends 4 KiB)
     snapshot_chunk: int = 64 * 1024

@@ -349,7 +349,7 @@ def _decode_log_pack(data: bytes, limits: Limits, base: int) -> LogPack:
         except ProtocolError as e:
             raise type(e)(f"in LogPack entry {i}: {e.what}", base) from None
         entries.append(LogEntry(term, value))
-    return LogPack(tuple(entries))
+    return LogPack(tuple(entries), first)
 
 
 # ---------------------------------------------------------------------------------------------- encode
@@ -408,7 +408,7 @@ def encode_value(value: Payload) -> bytes:
                 return _U32.pack(value.id)
             return _encode_server(value)
         if isinstance(value, LogPack):
-            return encode_log_pack(value.entries)
+            return encode_log_pack(value.entries, value.base_offset)
         config = _encode_configuration(value.config)
         return b"".join(
             (
@@ -436,11 +436,12 @@ def _encode_configuration(config: Configuration) -> bytes:
     )
 
 
-def encode_log_pack(entries: Iterable[LogEntry]) -> bytes:
-    """gzip(indexLen, logLen, 8-byte offsets, records of term/type/value), offsets from 0."""
+def encode_log_pack(entries: Iterable[LogEntry], base_offset: int = 0) -> bytes:
+    """gzip(indexLen, logLen, 8-byte offsets, records of term/type/value). The offsets are JRaft's:
+    positions in the sender's data file, the first record at ``base_offset`` (docs/protocol.md)."""
     offsets: list[bytes] = []
     records: list[bytes] = []
-    pos = 0
+    pos = base_offset
     for entry in entries:
         if entry.value_type not in (ValueType.APPLICATION, ValueType.CONFIGURATION):
             raise EncodeError(f"a LogPack may not hold a {entry.value_type.name} entry")
@@ -449,5 +450,5 @@ def encode_log_pack(entries: Iterable[LogEntry]) -> bytes:
         records.append(record)
         pos += len(record)
     index = b"".join(offsets)
-    body = _TWO_U32.pack(len(index), pos) + index + b"".join(records)
+    body = _TWO_U32.pack(len(index), pos - base_offset) + index + b"".join(records)
     return gzip.compress(body, compresslevel=6, mtime=0)

@@ -102,7 +102,10 @@ def value_to_json(value: Payload) -> Any:
     if isinstance(value, ClusterServer):
         return {"id": value.id, "endpoint": value.endpoint}
     if isinstance(value, LogPack):
-        return {"entries": [entry_to_json(e) for e in value.entries]}
+        pack: dict[str, Any] = {"entries": [entry_to_json(e) for e in value.entries]}
+        if value.base_offset:
+            pack["base_offset"] = value.base_offset
+        return pack
     return {
         "last_log_index": value.last_log_index,
         "last_log_term": value.last_log_term,
@@ -179,9 +182,13 @@ def value_from_json(value_type: ValueType, value: Any, path: str) -> Payload:
         obj = _object(value, path, {"id"}, optional={"endpoint"})
         return _server(obj, path, allow_id_only=True)
     if value_type == ValueType.LOG_PACK:
-        obj = _object(value, path, {"entries"}, exact=True)
+        obj = _object(value, path, {"entries"}, optional={"base_offset"})
         items = _list(obj["entries"], f"{path}.entries")
-        return LogPack(tuple(entry_from_json(e, f"{path}.entries[{i}]") for i, e in enumerate(items)))
+        base = obj.get("base_offset", 0)
+        if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base < 2**64:
+            raise JsonFormError(f"{path}.base_offset", "expected an unsigned 64-bit integer")
+        entries = tuple(entry_from_json(e, f"{path}.entries[{i}]") for i, e in enumerate(items))
+        return LogPack(entries, base)
     fields = {"last_log_index", "last_log_term", "config", "offset", "data_b64", "done"}
     obj = _object(value, path, fields, exact=True)
     if not isinstance(obj["done"], bool):

@@ -52,10 +52,18 @@ class Configuration:
 
 @attrs.frozen
 class LogPack:
-    """A run of log entries shipped gzip-compressed in a SyncLogRequest (JRaft's offset layout)."""
+    """A run of log entries shipped gzip-compressed in a SyncLogRequest (JRaft's offset layout).
+
+    JRaft's index holds absolute positions in the sender's data file (position 0 is the first entry
+    after its last compaction) and a JRaft receiver copies them unchanged into its own index file, so
+    ``base_offset`` is where the first record lies in that file: the sum of the record sizes
+    (9 + value bytes, see docs/protocol.md) of the sender's entries before it, from its log start.
+    """
 
     VALUE_TYPE: ClassVar[ValueType] = ValueType.LOG_PACK
     entries: tuple[LogEntry, ...] = ()
+    #: where the records sit in the sender's file, not what they are: left out of equality
+    base_offset: int = attrs.field(default=0, eq=False)
 
 
 @attrs.frozen
