@@ -9,18 +9,18 @@ import attrs
 from garlicfarm.storage.interface import HardState, SnapshotMeta
 from garlicfarm.wire.payloads import LogEntry
 
-#: the largest log index: SQLite's INTEGER PRIMARY KEY is a signed 64-bit integer
+#: the largest log index or term: SQLite's integers and JRaft's longs are signed 64-bit; the codec
+#: refuses larger values off the wire, and a store never holds one
 MAX_INDEX = 2**63 - 1
-MAX_U64 = 2**64 - 1
 
 
 def check_hard_state(hard_state: HardState) -> None:
-    if not 0 <= hard_state.term <= MAX_U64:
-        raise ValueError(f"term {hard_state.term} is not a u64")
-    if hard_state.voted_for is not None and not 0 <= hard_state.voted_for <= MAX_U64:
-        raise ValueError(f"voted_for {hard_state.voted_for} is not a u64")
-    if not 0 <= hard_state.commit <= MAX_U64:
-        raise ValueError(f"commit {hard_state.commit} is not a u64")
+    if not 0 <= hard_state.term <= MAX_INDEX:
+        raise ValueError(f"term {hard_state.term} is outside 0..2^63-1")
+    if hard_state.voted_for is not None and not 0 <= hard_state.voted_for <= MAX_INDEX:
+        raise ValueError(f"voted_for {hard_state.voted_for} is outside 0..2^63-1")
+    if not 0 <= hard_state.commit <= MAX_INDEX:
+        raise ValueError(f"commit {hard_state.commit} is outside 0..2^63-1")
 
 
 def check_save(first: int, last: int, entries_from: int | None, entries: Sequence[LogEntry]) -> None:
@@ -36,15 +36,15 @@ def check_save(first: int, last: int, entries_from: int | None, entries: Sequenc
     if entries_from + len(entries) - 1 > MAX_INDEX:
         raise ValueError(f"entries would run past the largest index {MAX_INDEX}")
     for offset, entry in enumerate(entries):
-        if not 0 <= entry.term <= MAX_U64:
-            raise ValueError(f"entry {entries_from + offset} has term {entry.term}, not a u64")
+        if not 0 <= entry.term <= MAX_INDEX:
+            raise ValueError(f"entry {entries_from + offset} has term {entry.term}, outside 0..2^63-1")
 
 
 def check_snapshot(current: SnapshotMeta | None, snapshot: SnapshotMeta) -> None:
     if not 0 <= snapshot.last_index <= MAX_INDEX:
         raise ValueError(f"snapshot index {snapshot.last_index} is out of range")
-    if not 0 <= snapshot.last_term <= MAX_U64:
-        raise ValueError(f"snapshot term {snapshot.last_term} is not a u64")
+    if not 0 <= snapshot.last_term <= MAX_INDEX:
+        raise ValueError(f"snapshot term {snapshot.last_term} is outside 0..2^63-1")
     if current is not None and snapshot.last_index < current.last_index:
         raise ValueError(
             f"snapshot at index {snapshot.last_index} is older than the stored one at {current.last_index}"

@@ -46,15 +46,6 @@ _SELECT_ALL = "SELECT idx, term, value_type, value FROM entries ORDER BY idx"
 _SELECT_ENTRIES = "SELECT idx, term, value_type, value FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
 
 
-def _i64(u: int) -> int:
-    """Terms are u64 on the wire and SQLite integers are signed: store the two's-complement bits."""
-    return u - 2**64 if u > MAX_INDEX else u
-
-
-def _u64(i: int) -> int:
-    return i + 2**64 if i < 0 else i
-
-
 class SQLiteLogStore:
     def __init__(self, path: str | os.PathLike[str], fsync: bool = True) -> None:
         self.path = os.fspath(path)
@@ -64,6 +55,8 @@ class SQLiteLogStore:
         self._failed: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._check_magic()
+        if not os.path.exists(self.path):
+            self._create()
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=0, check_same_thread=False)
         except sqlite3.Error as e:
@@ -85,8 +78,45 @@ class SQLiteLogStore:
             return
         except OSError as e:
             raise StorageError(f"cannot open {self.path}: {e}") from e
-        if head and head != _SQLITE_MAGIC:  # empty is fine: SQLite initialises a zero-byte file
+        if not head:
+            # New stores are created whole and renamed into place (_create): an empty file here is a
+            # store that lost its contents, and starting empty would forget this node's term and vote.
+            raise StorageError(
+                f"{self.path} is empty (0 bytes): this node's log, term and vote are lost. Restore it "
+                "from a backup; or, to rejoin as a new empty member, delete it and have the farm "
+                "remove and re-add this server"
+            )
+        if head != _SQLITE_MAGIC:
             raise StorageError(f"{self.path} is not a {_FORMAT_NAME} (not an SQLite database)")
+
+    def _create(self) -> None:
+        """Make a new store whole beside ``path``, then rename it into place: a crash during creation
+        leaves no store at ``path``, so an empty or partial one there is never mistaken for new."""
+        tmp = self.path + ".new"
+        try:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+            conn = sqlite3.connect(tmp, isolation_level=None, timeout=0, check_same_thread=False)
+            try:
+                self._prepare(conn)
+            finally:
+                conn.close()
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+            directory = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        except sqlite3.Error as e:
+            raise self._error("create", e) from e
+        except OSError as e:
+            raise StorageError(f"cannot create {self.path}: {e}") from e
 
     def _prepare(self, conn: sqlite3.Connection) -> tuple[SnapshotMeta | None, int]:
         try:
@@ -171,7 +201,13 @@ class SQLiteLogStore:
         except ValueError as e:
             raise StorageError(f"{self.path} is corrupt: snapshot configuration: {e}") from e
         assert isinstance(config, Configuration)
-        return SnapshotMeta(index, _u64(term), config)
+        return SnapshotMeta(index, self._stored(term, "snapshot term"), config)
+
+    def _stored(self, value: int, what: str) -> int:
+        """A term, vote or index as read back: 0..2^63-1, or the store is corrupt."""
+        if not 0 <= value <= MAX_INDEX:
+            raise StorageError(f"{self.path} is corrupt: {what} is {value}, outside 0..2^63-1")
+        return value
 
     def _error(self, action: str, e: sqlite3.Error) -> StorageError:
         name = getattr(e, "sqlite_errorname", "")
@@ -226,7 +262,11 @@ class SQLiteLogStore:
             raise self._error("load", e) from e
         hard_state = HardState()
         if row is not None:
-            hard_state = HardState(_u64(row[0]), None if row[1] is None else _u64(row[1]), row[2])
+            hard_state = HardState(
+                self._stored(row[0], "term"),
+                None if row[1] is None else self._stored(row[1], "voted_for"),
+                self._stored(row[2], "commit index"),
+            )
         return StoredState(
             clamp_commit(hard_state, first + len(entries) - 1), snapshot, first, tuple(entries)
         )
@@ -242,7 +282,7 @@ class SQLiteLogStore:
                 value = decode_value(blob, value_type, 0, len(blob))
             except ValueError as e:
                 raise StorageError(f"{self.path} is corrupt: entry {index}: {e}") from e
-            out.append(LogEntry(_u64(term), value))
+            out.append(LogEntry(self._stored(term, f"entry {index}'s term"), value))
         return out
 
     def save(
@@ -261,7 +301,7 @@ class SQLiteLogStore:
         rows: list[tuple[int, int, int, bytes]] = []
         if entries_from is not None:
             rows = [
-                (entries_from + i, _i64(e.term), int(e.value_type), encode_value(e.value))
+                (entries_from + i, e.term, int(e.value_type), encode_value(e.value))
                 for i, e in enumerate(entries)
             ]
         with self._write("save") as conn:
@@ -272,8 +312,8 @@ class SQLiteLogStore:
             if hard_state is not None:
                 # The commit index is clamped on load, so capping it to fit SQLite loses nothing.
                 commit = min(hard_state.commit, MAX_INDEX)
-                voted_for = None if hard_state.voted_for is None else _i64(hard_state.voted_for)
-                conn.execute(_PUT_HARD_STATE, (_i64(hard_state.term), voted_for, commit))
+                voted_for = None if hard_state.voted_for is None else hard_state.voted_for
+                conn.execute(_PUT_HARD_STATE, (hard_state.term, voted_for, commit))
         if entries_from is not None:
             self._last = entries_from + len(entries) - 1
 
@@ -291,7 +331,7 @@ class SQLiteLogStore:
                 conn.execute("DELETE FROM entries")
             conn.execute(
                 "INSERT OR REPLACE INTO snapshot (id, last_index, last_term, config) VALUES (0, ?, ?, ?)",
-                (index, _i64(snapshot.last_term), config),
+                (index, snapshot.last_term, config),
             )
         self._snapshot = snapshot
         self._last = max(self._last, index) if keep else index
@@ -307,7 +347,7 @@ class SQLiteLogStore:
             row = self._connection().execute("SELECT term FROM entries WHERE idx = ?", (index,)).fetchone()
         except sqlite3.Error as e:
             raise self._error("read", e) from e
-        return None if row is None else _u64(row[0])
+        return None if row is None else self._stored(row[0], f"entry {index}'s term")
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
         conn = self._connection()

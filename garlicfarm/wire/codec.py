@@ -38,6 +38,7 @@ from garlicfarm.wire.payloads import (
 )
 from garlicfarm.wire.types import (
     ENTRY_HEADER_SIZE,
+    NO_LEADER,
     REQUEST_HEADER_SIZE,
     REQUEST_TYPES,
     RESPONSE_SIZE,
@@ -62,6 +63,70 @@ assert _RESPONSE.size == RESPONSE_SIZE
 assert _ENTRY.size == ENTRY_HEADER_SIZE
 
 Buffer = bytes | bytearray | memoryview
+
+
+#: JRaft's longs and ints are signed: terms, indexes and offsets are 0..2^63-1 on this wire and server
+#: ids 1..2^31-1. The protocol's -1 (all ones) is allowed only where it is a marker: "no leader"
+#: (NO_LEADER) in source/destination, the pre-vote marker in commitIndex and in a vote's nextIndex.
+MAX_LONG = 2**63 - 1
+MAX_ID = 2**31 - 1
+_MINUS_ONE = 2**64 - 1
+
+
+_Field = tuple[str, int, int, str]
+
+
+def _range_problem(fields: Iterable[_Field]) -> tuple[str, int] | None:
+    """The first field out of range, as (message, byte offset), or None. Each field is (name, value,
+    offset, kind): kind "id" (0, 1..2^31-1 or -1), "long" (0..2^63-1), "long/-1" (or the -1 marker),
+    "server" (1..2^31-1)."""
+    for name, value, at, kind in fields:
+        if kind == "id":
+            ok = value <= MAX_ID or value == NO_LEADER
+            want = "a server id (1..2^31-1), 0 or -1"
+        elif kind == "server":
+            ok = 1 <= value <= MAX_ID
+            want = "a server id (1..2^31-1)"
+        else:
+            ok = value <= MAX_LONG or (kind == "long/-1" and value == _MINUS_ONE)
+            want = "a signed 64-bit value from 0 to 2^63-1"
+        if not ok:
+            return f"{name} is {value}, not {want}", at
+    return None
+
+
+def _check_range(fields: Iterable[_Field], base: int) -> None:
+    problem = _range_problem(fields)
+    if problem is not None:
+        raise InvalidField(problem[0], base + problem[1])
+
+
+def _response_fields(source: int, destination: int, term: int, next_index: int) -> list[_Field]:
+    return [
+        ("source", source, 1, "id"),
+        ("destination", destination, 5, "id"),
+        ("term", term, 9, "long"),
+        ("nextIndex", next_index, 17, "long/-1"),
+    ]
+
+
+def _request_fields(
+    source: int, destination: int, term: int, last_term: int, last_index: int, commit: int
+) -> list[_Field]:
+    return [
+        ("source", source, 1, "id"),
+        ("destination", destination, 5, "id"),
+        ("term", term, 9, "long"),
+        ("lastLogTerm", last_term, 17, "long"),
+        ("lastLogIndex", last_index, 25, "long"),
+        ("commitIndex", commit, 33, "long/-1"),
+    ]
+
+
+def _header_fields(m: Message) -> list[_Field]:
+    if isinstance(m, Response):
+        return _response_fields(m.source, m.destination, m.term, m.next_index)
+    return _request_fields(m.source, m.destination, m.term, m.last_log_term, m.last_log_index, m.commit_index)
 
 
 class EncodeError(ValueError):
@@ -136,6 +201,7 @@ def decode_frame(frame: Buffer, limits: Limits = DEFAULT_LIMITS, base: int = 0) 
         _, source, destination, term, next_index, accepted = _RESPONSE.unpack_from(frame, 0)
         if accepted > 1:
             raise InvalidField(f"accepted byte is {accepted}, must be 0 or 1", base + 25)
+        _check_range(_response_fields(source, destination, term, next_index), base)
         return cls(source, destination, term, next_index, accepted == 1)
     if len(frame) < REQUEST_HEADER_SIZE:
         raise TruncatedMessage(f"a request header is {REQUEST_HEADER_SIZE} bytes, got {len(frame)}", base)
@@ -146,6 +212,7 @@ def decode_frame(frame: Buffer, limits: Limits = DEFAULT_LIMITS, base: int = 0) 
             "that follow the header",
             base + REQUEST_HEADER_SIZE - 4,
         )
+    _check_range(_request_fields(source, destination, term, last_term, last_index, commit), base)
     entries = _decode_entries(frame, REQUEST_HEADER_SIZE, len(frame), limits, base)
     _check_entry_rule(cls, entries, base)
     return cls(source, destination, term, last_term, last_index, commit, entries)
@@ -179,6 +246,7 @@ def _decode_entries(buf: Buffer, start: int, end: int, limits: Limits, base: int
         if len(entries) >= limits.max_entries:
             raise LimitExceeded(f"more than {limits.max_entries} log entries", base + pos)
         term, value_type, size = _ENTRY.unpack_from(buf, pos)
+        _check_range([("log entry term", term, pos, "long")], base)
         value_start = pos + ENTRY_HEADER_SIZE
         if size > end - value_start:
             raise SizeOverrun(
@@ -225,6 +293,7 @@ def _decode_server_record(buf: Buffer, pos: int, end: int, base: int) -> tuple[C
     if end - pos < 8:
         raise SizeOverrun(f"server record needs 8 bytes, only {end - pos} remain", base + pos)
     server_id, length = _TWO_U32.unpack_from(buf, pos)
+    _check_range([("server id", server_id, pos, "server")], base)
     if length > end - pos - 8:
         raise SizeOverrun(
             f"endpoint length {length} overruns the payload by {length - (end - pos - 8)} bytes",
@@ -237,6 +306,7 @@ def _decode_server_record(buf: Buffer, pos: int, end: int, base: int) -> tuple[C
 def _decode_cluster_server(buf: Buffer, start: int, end: int, base: int) -> ClusterServer:
     if end - start == 4:
         (server_id,) = _U32.unpack_from(buf, start)
+        _check_range([("server id", server_id, start, "server")], base)
         return ClusterServer(server_id, None)
     server, pos = _decode_server_record(buf, start, end, base)
     if pos != end:
@@ -248,6 +318,13 @@ def _decode_configuration(buf: Buffer, start: int, end: int, base: int) -> Confi
     if end - start < 16:
         raise SizeOverrun(f"configuration needs 16 bytes, only {end - start} remain", base + start)
     log_index, last_log_index = _TWO_U64.unpack_from(buf, start)
+    _check_range(
+        [
+            ("configuration logIndex", log_index, start, "long"),
+            ("lastLogIndex", last_log_index, start + 8, "long"),
+        ],
+        base,
+    )
     servers: list[ClusterServer] = []
     pos = start + 16
     while pos < end:
@@ -260,6 +337,13 @@ def _decode_snapshot(buf: Buffer, start: int, end: int, base: int) -> SnapshotSy
     if end - start < _SNAPSHOT_HEAD.size:
         raise SizeOverrun("snapshot sync request header truncated", base + start)
     last_index, last_term, config_len = _SNAPSHOT_HEAD.unpack_from(buf, start)
+    _check_range(
+        [
+            ("snapshot lastLogIndex", last_index, start, "long"),
+            ("snapshot lastLogTerm", last_term, start + 8, "long"),
+        ],
+        base,
+    )
     pos = start + _SNAPSHOT_HEAD.size
     if config_len > end - pos:
         raise SizeOverrun(f"configuration length {config_len} overruns the payload", base + pos - 4)
@@ -268,6 +352,7 @@ def _decode_snapshot(buf: Buffer, start: int, end: int, base: int) -> SnapshotSy
     if end - pos < _SNAPSHOT_MID.size:
         raise SizeOverrun("snapshot offset and data length truncated", base + pos)
     offset, data_len = _SNAPSHOT_MID.unpack_from(buf, pos)
+    _check_range([("snapshot offset", offset, pos, "long")], base)
     pos += _SNAPSHOT_MID.size
     if data_len > end - pos - 1:
         raise SizeOverrun(f"snapshot data length {data_len} overruns the payload", base + pos - 4)
@@ -342,6 +427,8 @@ def _decode_log_pack(data: bytes, limits: Limits, base: int) -> LogPack:
                 base,
             )
         term, value_type = _LOG_RECORD_HEAD.unpack_from(log, lo)
+        if term > MAX_LONG:
+            raise InvalidField(f"LogPack entry {i} has term {term}, not from 0 to 2^63-1", base)
         if value_type not in (ValueType.APPLICATION, ValueType.CONFIGURATION):
             raise InvalidPayload(f"LogPack entry {i} has value type {value_type}", base)
         try:
@@ -357,6 +444,9 @@ def _decode_log_pack(data: bytes, limits: Limits, base: int) -> LogPack:
 
 def encode(message: Message) -> bytes:
     """The wire bytes of one message."""
+    problem = _range_problem(_header_fields(message))
+    if problem is not None:
+        raise EncodeError(f"{type(message).__name__}: {problem[0]}")
     try:
         if isinstance(message, Response):
             return _RESPONSE.pack(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
-from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StoredState
+from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StorageError, StoredState
+from garlicfarm.storage.sqlite import SQLiteLogStore
 from garlicfarm.wire.payloads import ClusterServer, LogEntry
 from tests.storage.conftest import Harness, app, config
 
@@ -42,7 +46,7 @@ def test_truncate_without_new_entries(store: LogStore) -> None:
 
 
 def test_hard_state_round_trip(harness: Harness) -> None:
-    big = 2**64 - 1  # terms are u64 on the wire
+    big = 2**63 - 1  # the largest term: JRaft's signed longs, SQLite's integers
     harness.store.save(HardState(big, big, 0), 1, [app(big, "max")])
     for store in harness.before_and_after_restart():
         assert store.load().hard_state == HardState(big, big, 0)
@@ -169,15 +173,22 @@ def test_entries_without_entries_from(store: LogStore) -> None:
 
 @pytest.mark.parametrize(
     "hard_state",
-    [HardState(-1), HardState(2**64), HardState(1, -2), HardState(1, 2**64), HardState(1, 1, -1)],
+    [
+        HardState(-1),
+        HardState(2**63),
+        HardState(2**64 - 1),
+        HardState(1, -2),
+        HardState(1, 2**63),
+        HardState(1, 1, -1),
+    ],
 )
 def test_bad_hard_state(store: LogStore, hard_state: HardState) -> None:
-    with pytest.raises(ValueError, match="u64"):
+    with pytest.raises(ValueError, match=r"outside 0\.\.2\^63-1"):
         store.save(hard_state, 1, log(1))
     assert store.load().entries == ()
 
 
-@pytest.mark.parametrize("term", [-1, 2**64])
+@pytest.mark.parametrize("term", [-1, 2**63, 2**64 - 1])
 def test_bad_entry_term(store: LogStore, term: int) -> None:
     with pytest.raises(ValueError, match="term"):
         store.save(HardState(1), 1, [app(1, "ok"), app(term, "bad")])
@@ -202,3 +213,33 @@ def test_loaded_state_is_isolated_from_later_saves(store: LogStore) -> None:
     store.save(None, 2, log(5, 5))
     assert before.entries == tuple(log(1, 1))
     assert store.entries(1, 2) == log(1)
+
+
+def test_a_negative_term_on_disk_is_corruption_not_a_huge_term(tmp_path: Path) -> None:
+    """Regression: a stored -5 read back as 2^64-5 (two's complement), an unencodable term."""
+    path = tmp_path / "log.db"
+    store = SQLiteLogStore(path)
+    store.save(HardState(3, 1, 0), 1, [app(3, "x")])
+    store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE hard_state SET term = -5")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError, match=r"term is -5, outside 0\.\.2\^63-1"):
+        SQLiteLogStore(path).load()
+
+
+def test_a_zero_byte_store_is_refused_not_taken_for_a_new_node(tmp_path: Path) -> None:
+    """Regression: a 0-byte log.db started as an empty node, forgetting its term and vote."""
+    path = tmp_path / "log.db"
+    path.write_bytes(b"")
+    with pytest.raises(StorageError, match=r"empty \(0 bytes\): this node's log, term and vote are lost"):
+        SQLiteLogStore(path)
+
+
+def test_a_new_store_appears_whole(tmp_path: Path) -> None:
+    """A new store is created beside its path and renamed in: no half-made file is ever at ``path``."""
+    path = tmp_path / "log.db"
+    SQLiteLogStore(path).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.db"]
+    assert SQLiteLogStore(path).load() == StoredState(HardState(), None, 1, ())

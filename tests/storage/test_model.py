@@ -18,8 +18,8 @@ from garlicfarm.wire.payloads import Configuration, LogEntry
 from tests.storage.conftest import fast_dir
 from tests.wire.strategies import configurations, log_values
 
-terms = st.one_of(st.integers(0, 4), st.just(2**64 - 1), st.integers(-1, 2**64))
-u64ish = st.one_of(st.integers(0, 20), st.just(2**64 - 1), st.just(-1))
+terms = st.one_of(st.integers(0, 4), st.just(2**63 - 1), st.just(2**63), st.integers(-1, 2**64))
+u64ish = st.one_of(st.integers(0, 20), st.just(2**63 - 1), st.just(2**64 - 1), st.just(-1))
 hard_states = st.builds(HardState, u64ish, st.none() | u64ish, u64ish)
 entries = st.lists(st.builds(LogEntry, terms, log_values), max_size=4)
 

@@ -66,15 +66,6 @@ def test_reopen_gives_the_same_state(path: Path) -> None:
         assert store.load().entries[-1] == app(5, "five")
 
 
-def test_zero_byte_file_is_initialised(path: Path) -> None:
-    """An empty file is what `touch` or a crash during creation leaves: nothing to lose, so start fresh."""
-    path.write_bytes(b"")
-    with SQLiteLogStore(path) as store:
-        store.save(HardState(1), 1, [app(1, "a")])
-    with SQLiteLogStore(path) as store:
-        assert store.load().entries == (app(1, "a"),)
-
-
 def test_empty_sqlite_database_is_initialised(path: Path) -> None:
     raw(path).execute("VACUUM").connection.close()
     with SQLiteLogStore(path) as store:

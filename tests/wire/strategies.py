@@ -18,14 +18,18 @@ from garlicfarm.wire import (
     ValueType,
 )
 
-u32 = st.integers(0, 2**32 - 1)
-u64 = st.integers(0, 2**64 - 1)
+# What the wire carries (JRaft's signed ints and longs): ids 1..2^31-1 (0 for clients, -1 = no
+# leader), terms/indexes/offsets 0..2^63-1, and -1 (all ones) only as commitIndex/nextIndex marker.
+header_ids = st.one_of(st.integers(0, 2**31 - 1), st.just(0xFFFFFFFF))
+server_ids = st.integers(1, 2**31 - 1)
+u64 = st.integers(0, 2**63 - 1)  # a Java long's non-negative range
+long_or_marker = st.one_of(u64, st.just(2**64 - 1))
 small = st.integers(0, 1000)
 endpoints = st.text(max_size=40)
 
 applications = st.builds(Application, st.binary(max_size=64))
-servers = st.builds(ClusterServer, u32, endpoints)
-id_only_servers = st.builds(ClusterServer, u32, st.none())
+servers = st.builds(ClusterServer, server_ids, endpoints)
+id_only_servers = st.builds(ClusterServer, server_ids, st.none())
 configurations = st.builds(Configuration, u64, u64, st.lists(servers, max_size=4).map(tuple))
 log_values = st.one_of(applications, configurations)
 log_entries = st.builds(LogEntry, u64, log_values)
@@ -56,8 +60,8 @@ def _entries_for(cls: type[Request]) -> st.SearchStrategy[tuple[LogEntry, ...]]:
 
 def _message_for(cls: type[Request] | type[Response]) -> st.SearchStrategy[Message]:
     if issubclass(cls, Request):
-        return st.builds(cls, u32, u32, u64, u64, u64, u64, _entries_for(cls))
-    return st.builds(cls, u32, u32, u64, u64, st.booleans())
+        return st.builds(cls, header_ids, header_ids, u64, u64, u64, long_or_marker, _entries_for(cls))
+    return st.builds(cls, header_ids, header_ids, u64, long_or_marker, st.booleans())
 
 
 messages: st.SearchStrategy[Message] = st.one_of(*(_message_for(c) for c in MESSAGE_CLASSES.values()))

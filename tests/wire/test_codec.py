@@ -175,7 +175,7 @@ def test_remove_server_both_forms() -> None:
 
 
 def test_encode_range_errors() -> None:
-    with pytest.raises(EncodeError, match="out of range"):
+    with pytest.raises(EncodeError, match="not a server id"):
         encode(RequestVoteRequest(source=2**32))
     with pytest.raises(EncodeError, match="needs an endpoint"):
         encode(AppendEntriesRequest(entries=(LogEntry(1, Configuration(0, 0, (ClusterServer(1),))),)))
