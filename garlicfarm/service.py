@@ -15,6 +15,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.interfaces import IReactorCore, IReactorTCP, IReactorTime
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import AdminService
@@ -37,7 +38,7 @@ from garlicfarm.net.inbound import InboundFactory
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
-from garlicfarm.storage.snapshots import FileSnapshotStore
+from garlicfarm.storage.snapshots import FileSnapshotStore, recover
 from garlicfarm.storage.sqlite import SQLiteLogStore
 from garlicfarm.wire import ClientRequest, ClusterServer, Configuration, Limits, Request, Response
 
@@ -54,8 +55,13 @@ class GarlicFarmService(MultiService):
         config: NodeConfig,
         reactor: Any = None,
         limits: ConnectionLimits | None = None,
+        exit_on_failure: bool = False,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
+        #: stop the reactor when the node fails (a process of its own: `garlicfarm run`, twistd);
+        #: an embedding program watches ``failure`` / ``driver.on_failure`` instead
+        self.exit_on_failure = exit_on_failure
+        self.failure: Failure | None = None
         if reactor is None:
             from twisted.internet import reactor as default_reactor  # noqa: PLC0415
 
@@ -77,14 +83,12 @@ class GarlicFarmService(MultiService):
             self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
         self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
         stored = self.store.load()
-        saved = self.snapshots.load()
-        data = b""
+        data = recover(stored.snapshot, self.snapshots)
         if stored.snapshot is not None:
-            if saved is None or saved[0] != stored.snapshot:
-                raise ConfigError(
-                    f"{config.data_dir}: the log store expects a snapshot that is missing or different"
-                )
-            data = saved[1]
+            problem = self.state.check_snapshot(data)
+            if problem is not None:
+                where = f"{config.data_dir}: the snapshot at index {stored.snapshot.last_index}"
+                raise ConfigError(f"{where}: {problem}")
             self.state.restore(data)
         bootstrap = self._bootstrap()
         rng = random.Random(os.urandom(16))  # noqa: S311 - election timeouts need spread, not secrecy
@@ -108,6 +112,7 @@ class GarlicFarmService(MultiService):
             snapshot_every=config.snapshot_every,
             group_commit=True,
         )
+        self.driver.on_failure.append(self._failed)
         self.app = NodeApp.build(
             config, self.app_config, self.state, self.reactor, self.driver, self._to_leader
         )
@@ -195,6 +200,18 @@ class GarlicFarmService(MultiService):
 
     def _to_leader(self, leader: int, request: ClientRequest) -> Deferred[Response]:
         return self.peers.send(leader, request)
+
+    def _failed(self, failure: Failure) -> None:
+        """The node stopped on a failure: say so once, loudly, and end the process if it is ours."""
+        self.failure = failure
+        self.log.critical(
+            "node {id} has STOPPED: {why}. It serves no request and claims no role until restarted{end}",
+            id=self.config.id,
+            why=failure.getErrorMessage(),
+            end="; exiting with status 1" if self.exit_on_failure else "",
+        )
+        if self.exit_on_failure:
+            self.reactor.callLater(0, self.reactor.stop)
 
     def _handle(self, request: Request) -> Deferred[Response]:
         return self.driver.handle_request(request)

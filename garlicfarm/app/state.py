@@ -140,6 +140,15 @@ class FarmState:
         }
         return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
+    def check_snapshot(self, data: bytes) -> str | None:
+        """Why ``data`` is not a restorable snapshot of this farm's state, or None (a trial restore
+        into a scratch state: a forged snapshot must be refused before it replaces anything)."""
+        try:
+            FarmState(self.cluster).restore(data)
+        except Exception as e:
+            return f"not a snapshot of this farm's application state ({type(e).__name__}: {e})"[:300]
+        return None
+
     def restore(self, data: bytes) -> None:
         state = json.loads(data)
         if state.get("version") != 1 or state.get("cluster") != self.cluster:

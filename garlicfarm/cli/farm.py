@@ -18,6 +18,7 @@ from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
 from garlicfarm.net.client import ClientError, FarmClient
+from garlicfarm.storage import StorageError
 from garlicfarm.wire import (
     AddServerRequest,
     Application,
@@ -211,13 +212,15 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 
     config = _config(args)
     try:
-        service = GarlicFarmService(config, reactor)
-    except ConfigError as e:
+        service = GarlicFarmService(config, reactor, exit_on_failure=True)
+    except (ConfigError, StorageError) as e:
         raise FarmCommandError(str(e)) from None
     globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)])
     reactor.callWhenRunning(service.startService)
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
     reactor.run()
+    if service.failure is not None:
+        raise FarmCommandError(f"node {config.id} stopped: {service.failure.getErrorMessage()}")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -160,12 +161,17 @@ class RaftCore:
         #: the latest snapshot's bytes (what a lagging follower is sent)
         self._snapshot_data = snapshot_data
         self._incoming: _Incoming | None = None
+        #: why a received snapshot cannot be restored, or None (set by the driver from its state
+        #: machine: a pure function of the bytes); a refused snapshot is never installed
+        self.snapshot_check: Callable[[bytes], str | None] = lambda _data: None
         self._installed: InstalledSnapshot | None = None
         self._joining: _Joining | None = None
         #: servers removed by a configuration entry at this index, to be told to leave once it commits
         self._leaving: dict[int, tuple[int, str | None]] = {}
         #: told to leave the cluster: never campaigns until invited back
         self.removed = False
+        #: why the driver stopped this node (see ``halt``), or None while it runs
+        self.stopped_by: str | None = None
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
         self.join_config: Configuration | None = None
         #: why the last catch-up from a leader was refused, if it was
@@ -227,8 +233,15 @@ class RaftCore:
                 return config
         return self._configs[0][1]
 
+    def halt(self, reason: str) -> None:
+        """The node stopped: it claims no role and no leader any more (status, 101 headers, console)."""
+        self.role = Role.STOPPED
+        self.leader_id = None
+        self.stopped_by = reason
+
     def status(self) -> dict[str, Any]:
         return {
+            "stopped_by": self.stopped_by,
             "id": self.id,
             "role": self.role.value,
             "term": self.term,
@@ -1106,6 +1119,10 @@ class RaftCore:
             self._reply(handle, m, accepted=False, next_index=0)
             return
         incoming.data += chunk.data
+        if chunk.done and self.snapshot_check(bytes(incoming.data)) is not None:
+            self._incoming = None  # forged or foreign: keep what we hold, the sender may start over
+            self._reply(handle, m, accepted=False, next_index=0)
+            return
         if chunk.done:
             self._install(
                 SnapshotMeta(chunk.last_log_index, chunk.last_log_term, chunk.config), bytes(incoming.data)

@@ -81,6 +81,9 @@ class StateMachine(Protocol):
 
     def check(self, entry: LogEntry) -> str | None: ...
 
+    def check_snapshot(self, data: bytes) -> str | None:
+        """Why ``data`` (a snapshot received from a leader) cannot be restored, or None."""
+
     def snapshot(self) -> bytes: ...
 
     def restore(self, data: bytes) -> None: ...
@@ -119,6 +122,8 @@ class RaftDriver:
         self.snapshot_every = snapshot_every
         if state_machine is not None:
             self._on_apply.insert(0, state_machine.apply)
+            # A snapshot that cannot be restored is refused before it is stored or installed
+            core.snapshot_check = self._check_snapshot
         self._pending: dict[int, Deferred[Response]] = {}
         self._next_handle = 0
         self._processing = False
@@ -135,6 +140,8 @@ class RaftDriver:
         self._ticker.clock = reactor
         self.running = False
         self.stopped_by: Failure | None = None
+        #: called with the failure when the node stops because of one (storage, a bug)
+        self.on_failure: list[Callable[[Failure], None]] = []
 
     # ------------------------------------------------------------------------------------------ life
 
@@ -149,6 +156,8 @@ class RaftDriver:
             return
         self.running = False
         self.stopped_by = reason
+        if reason is not None:
+            self.core.halt(str(reason.value) or type(reason.value).__name__)
         if self._ticker.running:
             self._ticker.stop()
         if self._drain is not None and self._drain.active():
@@ -158,6 +167,9 @@ class RaftDriver:
             d.errback(
                 NodeStopped("the node stopped" if reason is None else f"the node stopped: {reason.value}")
             )
+        if reason is not None:
+            for callback in self.on_failure:
+                callback(reason)
 
     def add_apply_callback(self, fn: ApplyFn) -> None:
         self._on_apply.append(fn)
@@ -227,6 +239,15 @@ class RaftDriver:
         self._guarded(self.core.step, request, handle)
         self._soon()
         return d
+
+    def _check_snapshot(self, data: bytes) -> str | None:
+        assert self.state_machine is not None
+        reason = self.state_machine.check_snapshot(data)
+        if reason is not None:
+            self.log.warn(
+                "refused a snapshot from server {leader}: {reason}", leader=self.core.leader_id, reason=reason
+            )
+        return reason
 
     def _refusal(self, entries: Sequence[LogEntry]) -> str | None:
         """Why the leader must not append ``entries`` (all or none: a request is one decision)."""
@@ -392,6 +413,8 @@ class RaftDriver:
         if self.snapshots is not None:
             self.snapshots.save(ready.snapshot.meta, ready.snapshot.data)
         self.store.compact(ready.snapshot.meta)
+        if self.snapshots is not None:
+            self.snapshots.prune(ready.snapshot.meta)  # only now is the previous one no longer needed
 
     def _maybe_compact(self) -> None:
         core = self.core
@@ -405,6 +428,7 @@ class RaftDriver:
         meta = core.compact(core.applied, data)
         self.snapshots.save(meta, data)
         self.store.compact(meta)
+        self.snapshots.prune(meta)
         self.log.info("snapshot taken at index {index}; log compacted", index=meta.last_index)
 
 

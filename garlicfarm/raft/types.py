@@ -24,6 +24,8 @@ class Role(enum.Enum):
     PRE_CANDIDATE = "pre-candidate"
     CANDIDATE = "candidate"
     LEADER = "leader"
+    #: the driver stopped the node (a storage failure, a bug): it leads nothing and says so
+    STOPPED = "stopped"
 
 
 @attrs.frozen

@@ -24,14 +24,19 @@ def test_round_trip_and_replace(tmp_path: Path) -> None:
     newer = SnapshotMeta(200, 8, META.config)
     store.save(newer, b"")
     assert FileSnapshotStore(tmp_path / "snapshot").load() == (newer, b"")
-    assert not (tmp_path / "snapshot.tmp").exists()
+    assert FileSnapshotStore(tmp_path / "snapshot").load(META) == (META, b"state one")
+    store.prune(newer)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.200"]
+    assert store.load(META) is None
 
 
 def test_a_crash_mid_write_leaves_the_old_snapshot(tmp_path: Path) -> None:
     store = FileSnapshotStore(tmp_path / "snapshot")
     store.save(META, b"good")
-    (tmp_path / "snapshot.tmp").write_bytes(b"GFSNAP1\n half written")  # what a kill mid-save leaves
+    (tmp_path / "snapshot.200.tmp").write_bytes(b"GFSNAP1\n half written")  # a kill mid-save leaves
     assert store.load() == (META, b"good")
+    store.prune(META)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.120"]
 
 
 @pytest.mark.parametrize(
@@ -49,13 +54,13 @@ def test_foreign_and_corrupt_files(tmp_path: Path, content: bytes, message: str)
 
 
 def test_a_flipped_bit_is_caught(tmp_path: Path) -> None:
-    path = tmp_path / "snapshot"
-    FileSnapshotStore(path).save(META, b"some application state")
+    FileSnapshotStore(tmp_path / "snapshot").save(META, b"some application state")
+    path = tmp_path / "snapshot.120"
     raw = bytearray(path.read_bytes())
     raw[40] ^= 0x01
     path.write_bytes(bytes(raw))
     with pytest.raises(StorageError, match="checksum"):
-        FileSnapshotStore(path).load()
+        FileSnapshotStore(tmp_path / "snapshot").load()
 
 
 def test_unwritable_directory_is_a_storage_error(tmp_path: Path) -> None:
@@ -74,3 +79,12 @@ def test_memory_store() -> None:
     assert store.load() is None
     store.save(META, b"x")
     assert store.load() == (META, b"x")
+
+
+def test_the_legacy_unnumbered_file_is_still_read(tmp_path: Path) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    store.save(META, b"old layout")
+    (tmp_path / "snapshot.120").rename(tmp_path / "snapshot")
+    assert store.load(META) == (META, b"old layout")
+    store.prune(META)
+    assert store.load(META) == (META, b"old layout")

@@ -27,10 +27,11 @@ class GarlicFarmServiceMaker:
     def makeService(self, options: Options) -> Any:
         from garlicfarm.config import ConfigError, load_config
         from garlicfarm.service import GarlicFarmService
+        from garlicfarm.storage import StorageError
 
         try:
-            return GarlicFarmService(load_config(options["config"]))
-        except ConfigError as e:
+            return GarlicFarmService(load_config(options["config"]), exit_on_failure=True)
+        except (ConfigError, StorageError) as e:
             raise usage.UsageError(str(e)) from None
 
 
