@@ -811,8 +811,8 @@ class RaftCore:
         while self._pending_clients and self._pending_clients[0][0] <= self.commit:
             index, term, handle, cls = heapq.heappop(self._pending_clients)
             known = self.log.term_at(index)
-            if known is None:
-                continue  # covered by a snapshot that replaced our log: the outcome is unknown here
+            # None: covered by a snapshot that replaced our log, so the outcome is unknown here; the
+            # requester is answered "not accepted" (it may retry) rather than never
             committed = known == term
             self._pending_reply(handle, cls, accepted=committed, next_index=index + 1 if committed else 0)
 
@@ -840,7 +840,7 @@ class RaftCore:
         server = m.entries[0].value
         assert isinstance(server, ClusterServer) and server.endpoint is not None
         if self.role is Role.LEADER and self.config.endpoint_of(server.id) == server.endpoint:
-            self._pending_reply(handle, AddServerResponse, accepted=True)  # already a member: done
+            self._answer_when_config_commits(handle, AddServerResponse)  # a retry: done once committed
             return
         if self.change_refusal() is not None or server.id in self.voters():
             self._pending_reply(handle, AddServerResponse, accepted=False)
@@ -848,6 +848,15 @@ class RaftCore:
         invitation = Configuration(self.log.last_index + 1, self.config_index, (*self.config.servers, server))
         self._joining = _Joining(server, Progress(self.log.last_index + 1), handle, invitation)
         self._invite(self._joining)
+
+    def _answer_when_config_commits(self, handle: int, cls: type[Response]) -> None:
+        """A change already in the configuration is done only once that configuration commits: an
+        appended one may still be overwritten by a new leader (a retried AddServer was told "added")."""
+        term = self.log.term_at(self.config_index)
+        if self.config_index <= self.commit or term is None:
+            self._pending_reply(handle, cls, accepted=True)
+        else:
+            heapq.heappush(self._pending_clients, (self.config_index, term, handle, cls))
 
     def _invite(self, joining: _Joining) -> None:
         join = JoinClusterRequest(
@@ -867,7 +876,7 @@ class RaftCore:
         assert isinstance(value, ClusterServer)
         server_id = value.id
         if self.role is Role.LEADER and server_id not in self.voters() and self.change_refusal() is None:
-            self._pending_reply(handle, RemoveServerResponse, accepted=True)  # not a member: done
+            self._answer_when_config_commits(handle, RemoveServerResponse)  # not a member: done
             return
         if self.change_refusal() is not None or len(self.voters()) == 1:
             self._pending_reply(handle, RemoveServerResponse, accepted=False)
@@ -1052,6 +1061,7 @@ class RaftCore:
         )
         self._sends.append(Send(peer, request, endpoint))
         pr.paused = True
+        pr.snapshot_expect = offset + len(chunk)
 
     def _on_snapshot_response(self, m: InstallSnapshotResponse) -> None:
         if self.role is not Role.LEADER:
@@ -1067,6 +1077,10 @@ class RaftCore:
             return
         if pr.state is not ProgressState.SNAPSHOT:
             return
+        expect = pr.snapshot_expect
+        if expect is None or (m.accepted and m.next_index not in (expect, SNAPSHOT_NOT_NEEDED)):
+            return  # a duplicated or late answer (another chunk, an older transfer): it proves nothing
+        pr.snapshot_expect = None
         pr.paused = False
         if m.accepted and m.next_index >= len(self._snapshot_data):
             # Installed (or not needed): the follower's log now matches ours up to the snapshot.

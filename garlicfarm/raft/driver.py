@@ -108,6 +108,7 @@ class RaftDriver:
         snapshots: SnapshotStore | None = None,
         snapshot_every: int = 5000,
         group_commit: bool = False,
+        change_timeout: float = 3600.0,
     ) -> None:
         self.core = core
         self.store = store
@@ -115,6 +116,8 @@ class RaftDriver:
         self.transport = transport
         self.tick_seconds = tick_seconds
         self.submit_timeout = submit_timeout
+        #: how long an Add/RemoveServerRequest may wait for its outcome
+        self.change_timeout = change_timeout
         self._on_apply: list[ApplyFn] = [on_apply] if on_apply else []
         self.state_machine = state_machine
         self.snapshots = snapshots
@@ -234,11 +237,19 @@ class RaftDriver:
                 return succeed(self._refuse(refusal))
         handle = self._new_handle()
         d = self._pending[handle] = Deferred()
+        change = isinstance(request, AddServerRequest | RemoveServerRequest)
         if isinstance(request, AddServerRequest | RemoveServerRequest) and request.entries:
             self._log_change(request, d)
         self._guarded(self.core.step, request, handle)
         self._soon()
-        return d
+        if handle not in self._pending:
+            return d  # answered at once (most peer requests)
+        # Every request is answered or fails: nothing waits forever (a membership change may take
+        # as long as a catch-up; the leader gives up on a join that stops making progress first).
+        timer = self.reactor.callLater(
+            self.change_timeout if change else self.submit_timeout, self._time_out, handle
+        )
+        return d.addBoth(_cancel_timer, timer)
 
     def _check_snapshot(self, data: bytes) -> str | None:
         assert self.state_machine is not None

@@ -22,6 +22,7 @@ class Progress:
         "next",
         "paused",
         "recent_active",
+        "snapshot_expect",
         "snapshot_index",
         "snapshot_offset",
         "stalled_beats",
@@ -40,11 +41,15 @@ class Progress:
         #: while SNAPSHOT: which snapshot (its last index) and the next byte offset to send
         self.snapshot_index = 0
         self.snapshot_offset = 0
+        #: the offset the chunk in flight ends at: only its answer moves the transfer (None: no chunk
+        #: in flight, so an answer is a duplicate or a late one from an older transfer)
+        self.snapshot_expect: int | None = None
 
     def become_snapshot(self, snapshot_index: int) -> None:
         self.state = ProgressState.SNAPSHOT
         self.snapshot_index = snapshot_index
         self.snapshot_offset = 0
+        self.snapshot_expect = None
         self.paused = False
         self.inflight.clear()
 

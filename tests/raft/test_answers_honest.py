@@ -1,0 +1,77 @@
+"""Every request gets an honest answer, and a late or duplicated answer proves nothing.
+
+Regressions (issue 13): a retried membership change whose configuration entry was appended but not
+committed was answered accepted=1 (a new leader could then overwrite it); a duplicated, delayed
+InstallSnapshotResponse moved a follower's progress past its log; a client request whose entry a
+snapshot covered was never answered.
+"""
+
+from __future__ import annotations
+
+from garlicfarm.raft.types import RaftOptions
+from garlicfarm.wire import (
+    ClusterServer,
+    InstallSnapshotResponse,
+    LogEntry,
+    RemoveServerRequest,
+    RemoveServerResponse,
+)
+from tests.raft.harness import PAPER, Cluster
+
+
+def remove(server: int) -> RemoveServerRequest:
+    return RemoveServerRequest(entries=(LogEntry(0, ClusterServer(server)),))
+
+
+def ask(c: Cluster, request: RemoveServerRequest) -> int:
+    handle = c.step(1, request)
+    assert handle is not None
+    return handle
+
+
+def test_a_retried_change_is_done_only_once_its_configuration_commits() -> None:
+    c = Cluster(5, PAPER)
+    c.elect_and_settle(1)
+    c.cut |= {(1, peer) for peer in (2, 3, 4, 5)}  # the leader appends, nobody hears it
+    first = ask(c, remove(5))
+    c.flush()
+    assert 5 not in c[1].voters()  # appended: in effect at once, not committed
+    retry = ask(c, remove(5))
+    c.flush()
+    early = c.client_replies.get(retry)
+    assert early is None or not early.accepted, "a retry must not be told 'done' before the commit"
+    c.cut.clear()
+    c.wire.clear()
+    for _ in range(30):
+        c.tick(1)
+        c.stabilize()
+    answer = c.client_replies[first]
+    assert isinstance(answer, RemoveServerResponse) and answer.accepted
+    again = ask(c, remove(5))  # asked again after the commit: done
+    c.stabilize()
+    assert c.client_replies[again].accepted
+
+
+def test_a_duplicated_late_snapshot_answer_does_not_move_progress() -> None:
+    options = RaftOptions(election_ticks=10, heartbeat_ticks=1, pre_vote=False, check_quorum=False)
+    c = Cluster(3, options)
+    c.elect_and_settle(1)
+    leader = c[1]
+    pr = leader.progress[2]
+    before = (pr.match, pr.next, pr.state)
+    late = InstallSnapshotResponse(source=2, destination=1, term=leader.term, next_index=10**6, accepted=True)
+    c.step(1, late)
+    assert (pr.match, pr.next, pr.state) == before
+    assert pr.match <= c[2].log.last_index
+
+
+def test_no_snapshot_answer_is_taken_without_a_chunk_in_flight() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    pr = c[1].progress[3]
+    pr.become_snapshot(c[1].log.snapshot_index)
+    late = InstallSnapshotResponse(
+        source=3, destination=1, term=c[1].term, next_index=2**63 - 1, accepted=True
+    )
+    c.step(1, late)
+    assert pr.snapshot_expect is None and pr.match < 2**63 - 1
