@@ -11,9 +11,10 @@ from typing import Any
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.interfaces import IReactorCore, IReactorTCP, IReactorTime
+from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -33,16 +34,27 @@ from garlicfarm.handshake import (
     format_features,
 )
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
-from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
+from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
 from garlicfarm.net.inbound import InboundFactory
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.storage.snapshots import FileSnapshotStore, recover
 from garlicfarm.storage.sqlite import SQLiteLogStore
-from garlicfarm.wire import ClientRequest, ClusterServer, Configuration, Limits, Request, Response
+from garlicfarm.wire import (
+    AddServerRequest,
+    AddServerResponse,
+    ClientRequest,
+    ClusterServer,
+    Configuration,
+    Limits,
+    Request,
+    Response,
+)
+from garlicfarm.wire.types import NO_LEADER
 
 LEADER_HEADER = "GarlicFarm-Leader"
+PRUNE_SECONDS = 5.0
 MEMBERS_HEADER = "GarlicFarm-Members"
 STATUS_HEADER = "GarlicFarm-Status"
 
@@ -113,6 +125,9 @@ class GarlicFarmService(MultiService):
             group_commit=True,
         )
         self.driver.on_failure.append(self._failed)
+        #: stop dialling servers that are neither members nor joining (a refused join, a removal)
+        self._pruner = LoopingCall(self._prune_peers)
+        self._pruner.clock = self.reactor
         self.app = NodeApp.build(
             config, self.app_config, self.state, self.reactor, self.driver, self._to_leader
         )
@@ -160,7 +175,10 @@ class GarlicFarmService(MultiService):
         )
 
     def _endpoint_for(self, uri: str) -> Any:
-        return client_endpoint(self.reactor, uri, self.config.tls)
+        # Only the operator's own [peers] entries may be Twisted endpoint strings (local files,
+        # sockets, proxies); every endpoint learnt from the network must be a protocol form.
+        trusted = uri in self.config.peers.values()
+        return client_endpoint(self.reactor, uri, self.config.tls, trusted=trusted)
 
     def _client_config_for(self, uri: str) -> ClientConfig:
         address = parse_endpoint(uri)
@@ -214,6 +232,16 @@ class GarlicFarmService(MultiService):
             self.reactor.callLater(0, self.reactor.stop)
 
     def _handle(self, request: Request) -> Deferred[Response]:
+        if isinstance(request, AddServerRequest):
+            server = request.entries[0].value
+            assert isinstance(server, ClusterServer) and server.endpoint is not None
+            try:
+                parse_network_endpoint(server.endpoint)
+            except EndpointRefused as e:
+                self.log.warn("refused to add server {id}: {why}", id=server.id, why=e)
+                core = self.driver.core
+                leader = NO_LEADER if core.leader_id is None else core.leader_id
+                return succeed(AddServerResponse(source=core.id, destination=leader, term=core.term))
         return self.driver.handle_request(request)
 
     def _upgrade_headers(self) -> Sequence[tuple[str, str]]:
@@ -251,6 +279,7 @@ class GarlicFarmService(MultiService):
         super().startService()  # type: ignore[no-untyped-call]
         self.driver.start()
         self.app.reporter.start()
+        self._pruner.start(PRUNE_SECONDS, now=False)
         self.log.info(
             "garlicfarm node {id} of farm {cluster} listening on {listen}",
             id=self.config.id,
@@ -258,7 +287,15 @@ class GarlicFarmService(MultiService):
             listen=self.config.listen,
         )
 
+    def _prune_peers(self) -> None:
+        try:
+            self.peers.retain(self.driver.core.contacts())
+        except Exception:
+            self.log.failure("could not prune peer links (will try again)")
+
     def stopService(self) -> Deferred[None]:
+        if self._pruner.running:
+            self._pruner.stop()
         self.app.reporter.stop()
         self.driver.stop()
         d: Deferred[Any] = self.peers.stop()

@@ -7,7 +7,7 @@ is not connected fails at once (and the link keeps trying to come up in the back
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from twisted.application.internet import ClientService, backoffPolicy
 from twisted.internet.defer import Deferred
@@ -67,7 +67,10 @@ class PeerConnections:
             self._forget(to)  # the server moved
             peer = None
         if peer is None:
-            peer = self._start(to, address)
+            try:
+                peer = self._start(to, address)
+            except ValueError as e:  # EndpointRefused, ConfigError: an endpoint we will not dial
+                return _failed(NotConnected(f"cannot dial server {to}: {e}"))
         if peer.connection is None:
             return _failed(NotConnected(f"not connected to server {to} yet"))
         if is_pre_vote(message) and PRE_VOTE not in peer.connection.features:
@@ -109,6 +112,14 @@ class PeerConnections:
         self._peers[peer_id] = peer
         service.startService()
         return peer
+
+    def retain(self, wanted: Iterable[int]) -> None:
+        """Stop dialling servers no longer ``wanted`` (removed, or a join refused or timed out):
+        without this a leader would redial a refused joiner forever."""
+        keep = set(wanted)
+        for peer_id in [p for p in self._peers if p not in keep]:
+            self.log.info("no longer dialling server {id}: not a member and not joining", id=peer_id)
+            self._forget(peer_id)
 
     def _forget(self, peer_id: int) -> Deferred[None] | None:
         peer = self._peers.pop(peer_id, None)

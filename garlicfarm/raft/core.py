@@ -233,6 +233,18 @@ class RaftCore:
                 return config
         return self._configs[0][1]
 
+    def contacts(self) -> frozenset[int]:
+        """The servers this node may still need to reach: members, the server joining, servers being
+        told to leave, and (while joining) the members of the configuration it was sent."""
+        ids = set(self.config.ids())
+        if self._joining is not None:
+            ids.add(self._joining.server.id)
+        ids.update(self._leaving)
+        if self.join_config is not None:
+            ids.update(self.join_config.ids())
+        ids.discard(self.id)
+        return frozenset(ids)
+
     def halt(self, reason: str) -> None:
         """The node stopped: it claims no role and no leader any more (status, 101 headers, console)."""
         self.role = Role.STOPPED
