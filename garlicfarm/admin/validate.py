@@ -8,6 +8,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from garlicfarm.app.schema import unique_keys
+from garlicfarm.net.endpoints import EndpointRefused, parse_network_endpoint
+
 MAX_BODY = 64 * 1024
 MAX_SERVER_ID = 2**31 - 1
 MAX_MEMBERS = 1000
@@ -24,7 +27,7 @@ def parse_json(body: bytes) -> Any:
     if len(body) > MAX_BODY:
         raise BadInput(f"body is larger than {MAX_BODY} bytes")
     try:
-        return json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"), object_pairs_hook=unique_keys)
     except (UnicodeDecodeError, RecursionError, ValueError) as e:
         raise BadInput(f"body is not valid JSON: {e}") from None
 
@@ -44,6 +47,10 @@ def destination(value: Any, where: str) -> str:
 def endpoint(value: Any, where: str) -> str:
     if not isinstance(value, str) or not _ENDPOINT.fullmatch(value) or "://" not in value:
         raise BadInput(f"{where} must be an endpoint such as tcp://127.0.0.1:9004")
+    try:
+        parse_network_endpoint(value)  # it goes to the farm in an AddServerRequest
+    except EndpointRefused as e:
+        raise BadInput(f"{where}: {e}") from None
     return value
 
 

@@ -128,7 +128,7 @@ def parse_json(data: bytes) -> Any:
     except UnicodeDecodeError as e:
         raise SchemaError(f"not UTF-8 at byte {e.start}") from None
     try:
-        raw = json.loads(text, object_pairs_hook=_unique_keys)
+        raw = json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise SchemaError(f"nested deeper than {MAX_DEPTH}") from None
     except SchemaError:
@@ -139,7 +139,9 @@ def parse_json(data: bytes) -> Any:
     return raw
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s object_pairs_hook that refuses a repeated key: JSON leaves it undefined, and
+    taking the last (``{"id":99,"id":2}``) lets a check see one value and the action use another."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
