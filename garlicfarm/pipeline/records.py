@@ -28,7 +28,14 @@ from pyspark.sql.types import (
 )
 
 from garlicfarm.app import scoring
-from garlicfarm.app.schema import MAX_INT, AdminCommand, SchemaError, StatusRecord, parse_entry
+from garlicfarm.app.schema import (
+    MAX_INT,
+    AdminCommand,
+    SchemaError,
+    StatusRecord,
+    parse_entry,
+    unique_keys,
+)
 
 #: how much of a rejected line the rejects table keeps
 REJECT_LINE_CHARS = 300
@@ -91,7 +98,7 @@ def parse_line(line: bytes) -> Parsed | Reject:
     except UnicodeDecodeError as e:
         return Reject(ENCODING, f"not UTF-8 at byte {e.start}")
     try:
-        envelope = json.loads(text)
+        envelope = json.loads(text, object_pairs_hook=unique_keys)  # strict, as the live schema
     except RecursionError:
         return Reject(JSON, "nested too deep")
     except ValueError as e:

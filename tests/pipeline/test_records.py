@@ -69,10 +69,10 @@ def test_bad_lines_are_rejected_with_a_kind_and_a_reason(line: bytes, kind: str,
     assert reason in result.reason
 
 
-def test_a_lone_surrogate_escape_is_kept_escaped_not_fatal() -> None:
+def test_a_lone_surrogate_escape_is_rejected_as_the_live_schema_rejects_it() -> None:
     raw = record(2, 1_000_000)
     raw["config"] = {"s": "\udcff"}
     line = json.dumps({"index": 1, "recorded": 1, "record": raw}).encode()  # ASCII: "\\udcff"
     parsed = parse_line(line)
-    assert isinstance(parsed, Parsed)
-    assert parsed.record.config == {"s": "\udcff"}
+    assert isinstance(parsed, Reject) and parsed.kind == "schema"
+    assert parsed.reason == "config.s: holds a lone surrogate, not valid Unicode text"

@@ -1,0 +1,74 @@
+"""The farm's time is the date a quorum of members has reached: no single member moves it.
+
+Regression (issue 13): one record dated 2100 jumped the farm's clock (the newest committed date), so
+every real member looked stale, its own later reports were ignored as "older", and the archive's
+retention deleted every partition on every node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from garlicfarm.app import scoring
+from garlicfarm.app.archive import TelemetryArchive
+from garlicfarm.app.schema import StatusRecord, parse_entry
+from garlicfarm.app.state import FarmState
+from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry
+from tests.app.records import entry, record
+
+NOW = 1_763_900_000_000  # November 2025
+YEAR_2100 = 4_102_444_800_000
+MINUTE = 60_000
+CONFIG = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
+
+
+def farm(tmp_path: Path | None = None) -> tuple[FarmState, TelemetryArchive | None]:
+    state = FarmState("farm")
+    archive = None
+    if tmp_path is not None:
+        archive = TelemetryArchive(tmp_path, 1, retention_days=30, clock=lambda: state.now)
+        state.on_record.append(archive.append)
+    state.apply(1, LogEntry(1, CONFIG))
+    return state, archive
+
+
+def test_one_future_record_does_not_move_the_farm_time(tmp_path: Path) -> None:
+    state, _ = farm(tmp_path)
+    index = 2
+    for t in range(3):
+        for server in (1, 2, 3):
+            state.apply(index, entry(record(server, NOW + t * MINUTE)))
+            index += 1
+    assert state.now == NOW + 2 * MINUTE
+    partitions = sorted(p.name for p in tmp_path.glob("date=*"))
+    state.apply(index, entry(record(3, YEAR_2100)))  # a wrong clock, or a forgery in 3's name
+    assert state.now == NOW + 2 * MINUTE
+    assert state.publisher is not None
+    # the real member 3's next report replaces the one from the future: it is not locked out
+    state.apply(index + 1, entry(record(3, NOW + 3 * MINUTE)))
+    assert state.latest[3].date == NOW + 3 * MINUTE
+    # and retention counted from the farm's time, not from 2100: nothing was deleted
+    assert set(partitions) <= {p.name for p in tmp_path.glob("date=*")}
+
+
+def test_a_record_from_the_future_is_not_fresh() -> None:
+    value = entry(record(1, NOW + scoring.MAX_AHEAD_MS + 1)).value
+    assert isinstance(value, Application)
+    future = parse_entry(value.data, "farm")
+    assert isinstance(future, StatusRecord)
+    assert not scoring.fresh(future, NOW)
+    assert scoring.fresh(attrs.evolve(future, date=NOW), NOW)
+
+
+def test_the_farm_time_needs_a_quorum_and_never_goes_back() -> None:
+    state, _ = farm()
+    state.apply(2, entry(record(1, NOW)))
+    assert state.now == 0  # one of three members is no quorum
+    state.apply(3, entry(record(2, NOW - MINUTE)))
+    assert state.now == NOW - MINUTE
+    state.apply(4, entry(record(3, NOW + MINUTE)))
+    assert state.now == NOW
+    state.apply(5, LogEntry(1, Configuration(5, 0, CONFIG.servers[:1])))  # members shrink to {1}
+    assert state.now == NOW
