@@ -1,7 +1,8 @@
 """The publisher timeline: each farm's log replayed through the live service's own ``FarmState``.
 
-The publisher choice has hysteresis (it depends on the previous choice) and the log's time is the newest
-date applied so far, so a farm's answer is sequential in its log: each farm is one group, its records
+The publisher choice has hysteresis (it depends on the previous choice) and the log's time is the date
+a quorum of members has reached (``scoring.farm_time``), so a farm's answer is sequential in its log:
+each farm is one group, its records
 applied in ``index`` order by a :class:`~garlicfarm.app.state.FarmState`, exactly as a server applies
 committed entries. Nothing of the algorithm is re-implemented here.
 
@@ -83,21 +84,31 @@ def replay_farm(
     changes = records = 0
     had_publisher = False
     warned = False
+    newest = 0
     for index, date, data in rows:
-        # A valid record moves the log's time to max(now, date) (an older one is ignored as a repeat,
-        # and its date is no newer than now): so we know before applying it whether it ends a window.
-        now = max(state.now, date)
-        if window is not None and now // window_ms != window:
-            yield _window_state(state, window * window_ms, changes, records)
-            changes = records = 0
-        window = now // window_ms
-        before = state.publisher
+        # The farm's time is the date a quorum reached (scoring.farm_time): it moves past ``newest``
+        # never, so only a record that could cross into a new window pays for the window's state
+        # as it stands before the record (what the live farm showed at the window's end).
+        newest = max(newest, date)
+        closing = None
+        if window is not None and newest // window_ms != window:
+            closing = _window_state(state, window * window_ms, changes, records)
+        before, rejected = state.publisher, state.rejected
         state.apply(index, LogEntry(1, Application(data)))
+        if state.now:  # the farm's time is known once a quorum of members has reported
+            current = state.now // window_ms
+            if window is None:
+                window = current
+            elif current != window:
+                assert closing is not None
+                yield closing
+                changes = records = 0
+                window = current
         records += 1
         if state.publisher != before and had_publisher:
             changes += 1
         had_publisher = had_publisher or state.publisher is not None
-        if state.now != now and not warned:
+        if state.rejected > rejected and not warned:
             warned = True
             log.warning(
                 "%s: entry %d was not applied as a status record (%d rejected)",

@@ -161,6 +161,8 @@ def replayed(
             before = state.publisher
             data = json.dumps({**_as_json(record)}).encode()
             state.apply(index, LogEntry(1, Application(data)))
+            if not state.now:
+                continue  # no farm time before a quorum of members has reported: no window yet
             start = state.now // WINDOW_MS * WINDOW_MS
             _, _, changes = expected.get((cluster, start), (None, (), 0))
             changed = seen_publisher and state.publisher != before
