@@ -20,6 +20,7 @@ from garlicfarm.app.state import FarmState
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import EntryRefused, RaftDriver
 from garlicfarm.raft.types import RaftOptions, Role
+from garlicfarm.storage.interface import StorageError
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.storage.snapshots import MemorySnapshotStore
 from garlicfarm.wire import (
@@ -153,3 +154,35 @@ def test_a_forged_snapshot_is_refused_and_nothing_is_installed() -> None:
     assert driver.core.log.snapshot_index == 0 and driver.core.commit == 0
     assert state.snapshot() == before
     assert driver.snapshots is not None and driver.snapshots.load() is None
+
+
+class FullDisk(MemoryLogStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.full:
+            raise StorageError("disk full")
+        super().save(*args, **kwargs)
+
+
+def test_a_storage_failure_stops_the_node_and_it_says_so() -> None:
+    """Regression: a node stopped by a full disk went on answering status as "leader, term 1"."""
+    clock = Clock()
+    store = FullDisk()
+    core = RaftCore(1, store.load(), random.Random(1), CONFIG, OPTIONS)
+    driver = RaftDriver(core, store, clock, NoPeers(), 0.01, state_machine=FarmState("farm"))
+    stopped: list[Any] = []
+    driver.on_failure.append(stopped.append)
+    driver.start()
+    for _ in range(100):
+        clock.advance(0.01)
+    assert driver.core.is_leader()
+    store.full = True
+    driver.submit(record()).addErrback(lambda _f: None)
+    clock.advance(0.01)
+    assert not driver.running and len(stopped) == 1
+    status = driver.status()
+    assert (status["role"], status["leader"]) == ("stopped", None)
+    assert "disk full" in status["stopped_by"]

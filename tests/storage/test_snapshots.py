@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from garlicfarm.storage.interface import SnapshotMeta, StorageError
-from garlicfarm.storage.snapshots import FileSnapshotStore, MemorySnapshotStore
+from garlicfarm.storage.snapshots import FileSnapshotStore, MemorySnapshotStore, recover
 from garlicfarm.wire import ClusterServer, Configuration
 
 META = SnapshotMeta(
@@ -88,3 +88,31 @@ def test_the_legacy_unnumbered_file_is_still_read(tmp_path: Path) -> None:
     assert store.load(META) == (META, b"old layout")
     store.prune(META)
     assert store.load(META) == (META, b"old layout")
+
+
+def test_every_crash_point_of_taking_a_snapshot_recovers(tmp_path: Path) -> None:
+    """Regression: a crash between writing the snapshot file and compacting the log left a node that
+    refused to start ("the log store expects a snapshot that is missing or different")."""
+    newer = SnapshotMeta(200, 8, META.config)
+    # 1. crashed after the new file, before the log store's compaction: the store still names META
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    store.save(META, b"old")
+    store.save(newer, b"new")
+    assert recover(META, store) == b"old"
+    assert store.load() == (META, b"old")  # the orphan is gone
+    # 2. crashed after the compaction, before pruning the old file: the store names ``newer``
+    store.save(newer, b"new")
+    assert recover(newer, store) == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["snapshot.200"]
+    # 3. crashed mid-write of a file: a temp file is left, and ignored
+    (tmp_path / "snapshot.300.tmp").write_bytes(b"GFSNAP1\n torn")
+    assert recover(newer, store) == b"new"
+    # 4. never snapshotted, but a first file was written before the crash
+    fresh = FileSnapshotStore(tmp_path / "other")
+    fresh.save(META, b"x")
+    assert recover(None, fresh) == b"" and fresh.load() is None
+
+
+def test_a_missing_snapshot_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="compacted to index 120 but that snapshot's file is missing"):
+        recover(META, FileSnapshotStore(tmp_path / "snapshot"))
