@@ -1164,6 +1164,7 @@ class RaftCore:
         self.applied = max(self.applied, meta.last_index)
         self._hard_dirty = True
         self._installed = InstalledSnapshot(meta, data)
+        self._resolve_clients()  # requests for entries the snapshot replaced: their fate is unknown here
 
     def _resolve_clients_upto(self, index: int) -> None:
         saved, self.commit = self.commit, max(self.commit, index)

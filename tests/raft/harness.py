@@ -272,6 +272,8 @@ class Cluster:
         """Drain node ``i`` as its driver would: persist, advance, then send, reply and apply."""
         core = self[i]
         rd = core.ready()
+        if rd.snapshot is not None:  # installed from a leader: the store compacts to it, as the driver's
+            self.stores[i].compact(rd.snapshot.meta)
         self.stores[i].save(rd.hard_state, rd.entries_from, rd.entries)
         core.advance(rd)
         for send in rd.sends:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from garlicfarm.raft.types import RaftOptions
 from garlicfarm.wire import (
+    AddServerRequest,
     ClusterServer,
     InstallSnapshotResponse,
     LogEntry,
@@ -75,3 +76,46 @@ def test_no_snapshot_answer_is_taken_without_a_chunk_in_flight() -> None:
     )
     c.step(1, late)
     assert pr.snapshot_expect is None and pr.match < 2**63 - 1
+
+
+def test_a_retried_add_of_a_member_waits_for_its_configuration_to_commit() -> None:
+    c = Cluster(5, PAPER)
+    c.elect_and_settle(1)
+    c.cut |= {(1, peer) for peer in (2, 3, 4, 5)}
+    ask(c, remove(5))  # an uncommitted configuration, still naming server 2
+    c.flush()
+    endpoint = c[1].config.endpoint_of(2)
+    assert endpoint is not None
+    handle = c.step(1, AddServerRequest(entries=(LogEntry(0, ClusterServer(2, endpoint)),)))
+    c.flush()
+    assert handle not in c.client_replies, "'already a member' before that configuration committed"
+    c.cut.clear()
+    c.wire.clear()
+    for _ in range(30):
+        c.tick(1)
+        c.stabilize()
+    assert handle is not None and c.client_replies[handle].accepted
+
+
+def test_a_deposed_leaders_request_that_a_snapshot_covers_is_answered() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    c.cut |= {(1, 2), (1, 3), (2, 1), (3, 1)}
+    pending = c.propose(1, b"lost with its leader")
+    c.flush()
+    c.wire.clear()
+    c.elect(2)
+    for n in range(3):
+        c.propose(2, f"new {n}".encode())
+    for _ in range(5):
+        c.tick(2)
+        c.stabilize()
+    leader = c[2]
+    leader.compact(leader.applied, b"application state")
+    c.cut.clear()
+    for _ in range(40):
+        c.tick(2)
+        c.stabilize()
+    assert c[1].log.snapshot_index >= 2  # node 1 took the snapshot that covers its pending entry
+    answer = c.client_replies.get(pending)
+    assert answer is not None and not answer.accepted
