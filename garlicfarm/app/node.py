@@ -85,4 +85,16 @@ class NodeApp:
         )
         role = MetaLSRole(node.id, app.master, make_publisher(reactor, app), reporter)
         state.on_change.append(role.changed)
+        driver.on_leader_change.append(lambda _leader: reporter.leader_changed())
+        # A restarting node replays its log first: the publisher hook acts on live state only, once
+        # the node has applied what it had committed before it stopped.
+        caught_up_at = driver.core.commit
+        if driver.core.applied < caught_up_at:
+            role.live = False
+
+            def on_apply(index: int, _entry: object) -> None:
+                if not role.live and index >= caught_up_at:
+                    role.go_live()
+
+            driver.add_apply_callback(on_apply)
         return cls(app, state, archive, reporter, role)

@@ -11,6 +11,7 @@ LS2 contents to the publisher hook, again whenever they change, and stops when i
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,10 @@ def status_record(
     }
 
 
+#: the first retry of a failed status report, in seconds (doubling up to ``max_backoff``)
+RETRY_FIRST = 0.5
+
+
 class StatusReporter:
     log = Logger()
 
@@ -91,7 +96,8 @@ class StatusReporter:
         wall_clock_ms: Callable[[], int] | None = None,
         publish_config: str = "auto",
         master: str | None = None,
-        max_backoff: float = 300.0,
+        max_backoff: float = 15.0,
+        rng: random.Random | None = None,
     ) -> None:
         self.reactor = reactor
         self.driver = driver
@@ -104,17 +110,33 @@ class StatusReporter:
         self.master = master
         self.publishing = False
         self.last_published_ms = 0
+        #: failed reports are retried after 0.5 s, 1 s, 2 s ... (jittered), at most this long (and
+        #: at most the interval): a fresh or restarted member must not wait minutes to be seen
         self.max_backoff = max_backoff
-        self._delay = interval
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrecy
+        self._delay = RETRY_FIRST
+        self._again = False
         self._call: IDelayedCall | None = None
         self._busy = False
         self.submitted = 0
         self.failures = 0
         self.running = False
 
-    def start(self, first_delay: float = 1.0) -> None:
+    def start(self, first_delay: float = 0.0) -> None:
+        """Report at once (a report before a leader is known fails and is retried quickly)."""
         self.running = True
         self._call = self.reactor.callLater(first_delay, self._tick)
+
+    def leader_changed(self) -> None:
+        """A new leader: report now, so the farm sees this member without waiting an interval."""
+        if not self.running:
+            return
+        if self._busy:
+            self._again = True  # right after the report in flight
+            return
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = self.reactor.callLater(0, self._tick)
 
     def stop(self) -> None:
         self.running = False
@@ -138,19 +160,24 @@ class StatusReporter:
     def _succeeded(self, index: int) -> None:
         self._busy = False
         self.submitted += 1
-        self._delay = self.interval
-        self._schedule(self.interval)
+        self._delay = RETRY_FIRST
+        self._schedule(0 if self._take_again() else self.interval)
 
     def _failed(self, failure: Failure) -> None:
         self._busy = False
         self.failures += 1
+        delay = min(self._delay, self.max_backoff, self.interval) * (0.5 + self._rng.random())
         self._delay = min(self._delay * 2, self.max_backoff)
         self.log.info(
             "status report not committed ({why}); next try in {delay:.1f}s",
             why=failure.getErrorMessage(),
-            delay=self._delay,
+            delay=delay,
         )
-        self._schedule(self._delay)
+        self._schedule(0 if self._take_again() else delay)
+
+    def _take_again(self) -> bool:
+        again, self._again = self._again, False
+        return again
 
     async def report_once(self) -> int:
         router = await self.router.router_status()
@@ -205,8 +232,23 @@ class MetaLSRole:
         self.reporter = reporter
         self.active = False
         self.published: tuple[Lease, ...] | None = None
+        #: False while a restarting node replays its log: decisions from the past are not acted on
+        #: (a hook fired for each would publish stale contents again and again); ``go_live`` then acts
+        #: once on the state as it stands
+        self.live = True
+        self._latest: tuple[int | None, tuple[Lease, ...]] | None = None
+
+    def go_live(self) -> None:
+        if self.live:
+            return
+        self.live = True
+        if self._latest is not None:
+            self.changed(*self._latest)
 
     def changed(self, publisher: int | None, leases: tuple[Lease, ...]) -> None:
+        if not self.live:
+            self._latest = (publisher, leases)
+            return
         if publisher == self.server_id:
             if not self.active or leases != self.published:
                 self._publish(leases)

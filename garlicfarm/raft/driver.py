@@ -145,6 +145,9 @@ class RaftDriver:
         self.stopped_by: Failure | None = None
         #: called with the failure when the node stops because of one (storage, a bug)
         self.on_failure: list[Callable[[Failure], None]] = []
+        #: called with the new leader's id (None: none known) when it changes
+        self.on_leader_change: list[Callable[[int | None], None]] = []
+        self._seen: tuple[str, int, int | None] = (core.role.value, core.term, core.leader_id)
 
     # ------------------------------------------------------------------------------------------ life
 
@@ -414,6 +417,29 @@ class RaftDriver:
         self._applying = None
         if ready.committed:
             self._maybe_compact()
+        self._observe()
+
+    def _observe(self) -> None:
+        """One info line per change of role, term or leader (elections, step-downs, new leaders)."""
+        core = self.core
+        seen = (core.role.value, core.term, core.leader_id)
+        if seen == self._seen:
+            return
+        (role, term, leader), self._seen = self._seen, seen
+        if seen[0] != role or seen[1] != term:
+            self.log.info(
+                "{role} in term {term}{lead} (was {was} in term {old})",
+                role=seen[0],
+                term=seen[1],
+                lead="" if seen[2] is None else f"; leader {seen[2]}",
+                was=role,
+                old=term,
+            )
+        if seen[2] != leader:
+            if seen[2] is not None and seen[0] != "leader":
+                self.log.info("server {leader} leads term {term}", leader=seen[2], term=seen[1])
+            for callback in self.on_leader_change:
+                callback(seen[2])
 
     def _install(self, ready: Ready) -> None:
         """A snapshot from the leader: store it, then compact the log store to it."""

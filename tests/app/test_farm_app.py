@@ -112,7 +112,9 @@ def test_reports_are_archived_once(tmp_path: Any) -> None:
     assert {x["record"]["id"] for x in lines} == {1, 2, 3}
 
 
-def test_no_leader_means_backoff_not_pile_up(tmp_path: Any) -> None:
+def test_no_leader_means_quick_bounded_retries_and_a_report_as_soon_as_one_leads(tmp_path: Any) -> None:
+    """Regression (issue 16): a failed report backed off from the interval, doubling (120 s after a
+    restart with a 60 s interval): a restarted member vanished from the Meta LS2 for two minutes."""
     app = AppFarm(tmp_path)
     app.farm.run(3.0)
     leader = app.farm.leader()
@@ -122,8 +124,11 @@ def test_no_leader_means_backoff_not_pile_up(tmp_path: Any) -> None:
     app.farm.start(others[0])  # alone: no leader can be elected
     reporter = app.reporters[others[0]]
     reporter.driver = app.farm.drivers[others[0]]
-    before = reporter.failures
-    app.farm.run(30.0)
+    reporter.interval = 60.0  # production's interval: retries must not wait for it
+    before, submitted = reporter.failures, reporter.submitted
+    app.farm.run(10.0)
     tries = reporter.failures - before
-    assert 1 <= tries <= 6  # 1, 2, 4, 8, 16 s apart: not 30 tries
-    assert reporter._delay > reporter.interval
+    assert 2 <= tries <= 8  # 0.5, 1, 2, 4 s apart (jittered): neither a pile-up nor a long wait
+    app.farm.start(others[1])  # a leader can be elected again
+    app.farm.run(20.0)  # at most one capped retry (15 s) away, or at once on the leader change
+    assert reporter.submitted > submitted

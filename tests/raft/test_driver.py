@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
+from twisted.logger import ILogObserver, formatEvent, globalLogPublisher
 from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
@@ -275,3 +276,24 @@ def test_a_backlog_is_applied_across_reactor_turns() -> None:
     clock.advance(0)  # (a Clock runs the later turns at once; the reactor runs ticks and I/O between)
     assert len(applied[1]) >= 3 * limit
     assert all(result_of(d) > 0 for d in submitted)
+
+
+def test_role_term_and_leader_changes_are_logged_once_each_and_announced() -> None:
+    """Regression (issue 16): elections, leader changes and step-downs left no line in the log."""
+    events: list[dict[str, Any]] = []
+    observer = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observer)
+    try:
+        clock, drivers, _ = make_cluster(3)
+        leaders: dict[int, list[int | None]] = {i: [] for i in drivers}
+        for i, d in drivers.items():
+            d.on_leader_change.append(leaders[i].append)
+        run(clock, 2.0)
+        leader = leader_of(drivers)
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    lines = [formatEvent(e) for e in events if e.get("log_namespace", "").endswith("RaftDriver")]
+    assert any(line.startswith("leader in term") for line in lines), lines
+    assert sum(line.startswith(f"server {leader.core.id} leads term") for line in lines) == 2
+    for i, seen in leaders.items():
+        assert seen and seen[-1] == leader.core.id, (i, seen)
