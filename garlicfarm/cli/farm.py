@@ -206,7 +206,8 @@ def _membership(config: NodeConfig, request: Any, what: str, timeout: float) -> 
 def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     """Run one node in the foreground (what `twistd -n garlicfarm --config FILE` does)."""
     from twisted.internet import reactor
-    from twisted.logger import globalLogBeginner, textFileLogObserver
+    from twisted.internet.error import CannotListenError
+    from twisted.logger import globalLogBeginner
 
     from garlicfarm.service import GarlicFarmService
 
@@ -215,12 +216,40 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         service = GarlicFarmService(config, reactor, exit_on_failure=True)
     except (ConfigError, StorageError) as e:
         raise FarmCommandError(str(e)) from None
-    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)])
-    reactor.callWhenRunning(service.startService)
+    globalLogBeginner.beginLoggingTo([log_observer(sys.stderr, args.log_level, args.log_format)])
+    refused: list[str] = []
+
+    def start() -> None:
+        try:
+            service.startService()
+        except CannotListenError as e:  # a busy port: one line and a non-zero exit, not a traceback
+            refused.append(f"cannot listen on {config.listen}: {e.socketError}")
+            reactor.stop()
+
+    reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
     reactor.run()
+    if refused:
+        raise FarmCommandError(refused[0])
     if service.failure is not None:
         raise FarmCommandError(f"node {config.id} stopped: {service.failure.getErrorMessage()}")
+
+
+LOG_LEVELS = ("debug", "info", "warn", "error", "critical")
+
+
+def log_observer(stream: TextIO, level: str = "info", fmt: str = "text") -> Any:
+    """Events at ``level`` and above, as text lines or one JSON object a line."""
+    from twisted.logger import (
+        FilteringLogObserver,
+        LogLevel,
+        LogLevelFilterPredicate,
+        jsonFileLogObserver,
+        textFileLogObserver,
+    )
+
+    base = jsonFileLogObserver(stream) if fmt == "json" else textFileLogObserver(stream)
+    return FilteringLogObserver(base, [LogLevelFilterPredicate(LogLevel.levelWithName(level))])
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -232,6 +261,18 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     run = sub.add_parser("run", help="run one node in the foreground (like `twistd -n garlicfarm`)")
     run.add_argument("--config", required=True, metavar="FILE", help="the node's TOML configuration")
+    run.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe events to show (default: info)",
+    )
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text lines, or one JSON object per event for log collectors (default: text)",
+    )
     run.set_defaults(run=run_node)
 
     status = sub.add_parser("status", help="print a running node's status as JSON")

@@ -36,6 +36,7 @@ from garlicfarm.handshake import (
     Failed,
     NonceRegistry,
     Reconnect,
+    Reject,
     Rejected,
     SendBytes,
     ServerConfig,
@@ -191,6 +192,9 @@ class ServerConnection(Protocol):
                 elif isinstance(event, Close):
                     self._closing = True
                     self.transport.loseConnection()  # type: ignore[union-attr]
+                elif isinstance(event, Rejected) and event.reason is Reject.NO_CREDENTIALS:
+                    # the normal first request of every new peer: not worth an info line
+                    self.log.debug("challenge sent to {peer}", peer=self.peer_name)
                 elif isinstance(event, Rejected):
                     why = str(event)
                     self._note("rejected", "handshake from {peer} refused: {why}", LogLevel.info, why=why)

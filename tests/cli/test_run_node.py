@@ -1,0 +1,49 @@
+"""`garlicfarm run`: a busy port is one line and a non-zero exit; logs at a chosen level and format."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from twisted.logger import Logger, LogPublisher
+
+from garlicfarm.cli.farm import log_observer
+from garlicfarm.farminit import FarmSpec, create_farm
+
+
+def test_levels_and_json_format() -> None:
+    out = io.StringIO()
+    publisher = LogPublisher(log_observer(out, "info", "json"))
+    log = Logger(observer=publisher)
+    log.debug("request to server {id} failed", id=3)
+    log.info("leader in term {term}", term=4)
+    records = [r for r in out.getvalue().split("\x1e") if r.strip()]  # RFC 7464 JSON text sequences
+    assert len(records) == 1
+    assert json.loads(records[0])["term"] == 4
+    text = io.StringIO()
+    Logger(observer=LogPublisher(log_observer(text, "debug"))).debug("shown at {level}", level="debug")
+    assert "shown at debug" in text.getvalue()
+
+
+@pytest.mark.e2e
+def test_a_busy_port_is_one_line_and_exit_status_1(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        create_farm(FarmSpec(tmp_path, 1, base_port=port), force=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "garlicfarm", "run", "--config", str(tmp_path / "node-1.toml")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "cannot listen on" in last and "Traceback" not in result.stderr, result.stderr
