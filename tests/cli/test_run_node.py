@@ -26,7 +26,7 @@ def test_levels_and_json_format() -> None:
     assert len(records) == 1
     assert json.loads(records[0])["term"] == 4
     text = io.StringIO()
-    Logger(observer=LogPublisher(log_observer(text, "debug"))).debug("shown at {level}", level="debug")
+    Logger(observer=LogPublisher(log_observer(text, "debug"))).debug("shown at {what}", what="debug")
     assert "shown at debug" in text.getvalue()
 
 
