@@ -48,8 +48,9 @@ listen = 9101                              # a loopback port, or a Twisted endpo
 
 from __future__ import annotations
 
+import difflib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +125,72 @@ def load_config(path: str | Path) -> NodeConfig:
     return parse_config(raw, path)
 
 
+#: every table and key a node's TOML may hold ([peers] holds ids): a typo is refused, not ignored
+KNOWN_KEYS: dict[str, frozenset[str] | None] = {
+    "node": frozenset({"id", "cluster", "endpoint", "listen", "data_dir"}),
+    "auth": frozenset({"username", "password_file"}),
+    "tls": frozenset({"ca", "cert", "key", "pins"}),
+    "peers": None,
+    "raft": frozenset(
+        {
+            "tick_ms",
+            "pre_vote",
+            "election_ticks",
+            "heartbeat_ticks",
+            "max_entries_per_append",
+            "snapshot_every",
+        }
+    ),
+    "limits": frozenset(
+        {
+            "handshake_timeout",
+            "idle_timeout",
+            "max_inbound",
+            "max_unauthenticated",
+            "max_buffered",
+            "max_entries_size",
+        }
+    ),
+    "storage": frozenset({"fsync"}),
+    "app": frozenset({"interval", "publish_config", "master"}),
+    "router": frozenset({"kind", "url", "password_file", "pin", "leaves", "status_file"}),
+    "publisher": frozenset({"kind", "path", "command", "url"}),
+    "archive": frozenset({"dir", "retention_days"}),
+    "admin": frozenset(
+        {
+            "listen",
+            "username",
+            "password_file",
+            "url",
+            "origins",
+            "sample_interval",
+            "max_connections",
+            "request_deadline",
+        }
+    ),
+}
+
+
+def _check_known(raw: Mapping[str, Any], path: Path) -> None:
+    for table, value in raw.items():
+        if table not in KNOWN_KEYS:
+            raise ConfigError(f"{path}: unknown table [{table}]{_did_you_mean(table, KNOWN_KEYS)}")
+        keys = KNOWN_KEYS[table]
+        if keys is None or not isinstance(value, dict):
+            continue
+        for key in value:
+            if key not in keys:
+                raise ConfigError(f"{path}: [{table}] unknown key {key!r}{_did_you_mean(key, keys)}")
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
+
+
 def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     base = path.parent
+    _check_known(raw, path)
     reader = _Reader(raw, path)
     node = reader.table("node")
     auth = reader.table("auth")

@@ -16,6 +16,12 @@ class Options(usage.Options):
     def postOptions(self) -> None:
         if not self["config"]:
             raise usage.UsageError("--config FILE is required")
+        from garlicfarm.config import ConfigError, load_config
+
+        try:  # here, so that twistd prints a bad configuration as a usage error, not a traceback
+            self["node_config"] = load_config(self["config"])
+        except ConfigError as e:
+            raise usage.UsageError(str(e)) from None
 
 
 @implementer(IServiceMaker, IPlugin)
@@ -30,7 +36,8 @@ class GarlicFarmServiceMaker:
         from garlicfarm.storage import StorageError
 
         try:
-            return GarlicFarmService(load_config(options["config"]), exit_on_failure=True)
+            config = options.get("node_config") or load_config(options["config"])
+            return GarlicFarmService(config, exit_on_failure=True)
         except (ConfigError, StorageError) as e:
             raise usage.UsageError(str(e)) from None
 
