@@ -5,37 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from garlicfarm.chaos.procs import free_base_port
+
 GARLICFARM = [sys.executable, "-m", "garlicfarm"]
-
-
-def free_base_port(count: int) -> int:
-    """A base port with ``count`` free ports after it on 127.0.0.1."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base: int = probe.getsockname()[1]
-        if base + count >= 65000:
-            continue
-        try:
-            sockets = []
-            for port in range(base, base + count):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise RuntimeError("no run of free ports found")
+__all__ = ["GARLICFARM", "ProcFarm", "cli", "free_base_port"]
 
 
 def cli(*args: str, timeout: float = 60.0, check: bool = True) -> subprocess.CompletedProcess[str]:
