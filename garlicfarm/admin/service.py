@@ -16,7 +16,6 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import serverFromString, wrapServerTLS
 from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
-from twisted.internet.ssl import CertificateOptions
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -59,10 +58,9 @@ def server_endpoint(reactor: Any, listen: str, tls: TLSConfig | None) -> IStream
         if not any(f"interface={p}" in listen for p in _LOOPBACK):
             raise ConfigError("[admin] listen without [tls] must be on loopback (interface=127.0.0.1)")
         return inner
-    from garlicfarm.tls.options import NodeTLS  # noqa: PLC0415 - pyOpenSSL is heavy
+    from garlicfarm.tls.options import NodeTLS, own_certificate_options  # noqa: PLC0415 - pyOpenSSL is heavy
 
-    own = NodeTLS.load(tls).private_certificate()
-    options = CertificateOptions(privateKey=own.privateKey.original, certificate=own.original)
+    options = own_certificate_options(NodeTLS.load(tls))
     wrapped: IStreamServerEndpoint = wrapServerTLS(options, inner)
     return wrapped
 

@@ -13,7 +13,7 @@ Two ways to decide whom to trust, from ``[tls]``:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from cryptography import x509
@@ -22,8 +22,6 @@ from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSS
 from twisted.internet.ssl import (
     Certificate,
     CertificateOptions,
-    KeyPair,
-    PrivateCertificate,
     optionsForClientTLS,
     trustRootFromCertificates,
 )
@@ -60,28 +58,29 @@ class NodeTLS:
             raise TLSError(f"{config.cert}: [tls] needs ca or pins, to know which peers to trust")
         return cls(load_certified_key(config.cert, config.key), ca, pins)
 
-    def private_certificate(self) -> PrivateCertificate:
-        # Twisted's certificate wrappers are untyped, hence the ignores.
-        cert = Certificate(crypto.X509.from_cryptography(self.own.certificate))  # type: ignore[no-untyped-call]
-        pair = KeyPair(crypto.PKey.from_cryptography_key(self.own.key))  # type: ignore[no-untyped-call]
-        combine = PrivateCertificate.fromCertificateAndKeyPair
-        private: PrivateCertificate = combine(cert, pair)  # type: ignore[no-untyped-call]
-        return private
-
 
 def _trust_root(node: NodeTLS) -> IOpenSSLTrustRoot:
     roots = [Certificate(crypto.X509.from_cryptography(c)) for c in node.ca]  # type: ignore[no-untyped-call]
     return cast("IOpenSSLTrustRoot", trustRootFromCertificates(roots))  # type: ignore[no-untyped-call]
 
 
+def own_certificate_options(node: NodeTLS, **extra: Any) -> CertificateOptions:
+    """Options presenting this node's certificate; Twisted gets the ``cryptography`` objects (pyOpenSSL's
+    X509 and PKey wrappers are deprecated there)."""
+    # Twisted's annotations still name pyOpenSSL's types; at run time it hands the objects to pyOpenSSL,
+    # which takes cryptography's and warns on its own
+    return CertificateOptions(
+        privateKey=node.own.key,  # type: ignore[arg-type]
+        certificate=node.own.certificate,  # type: ignore[arg-type]
+        **extra,
+    )
+
+
 def _certificate_options(node: NodeTLS) -> CertificateOptions:
-    own = node.private_certificate()
     if not node.ca:
         # Pin mode alone: the per-connection verify callback does all the checking.
-        return CertificateOptions(privateKey=own.privateKey.original, certificate=own.original)
-    return CertificateOptions(
-        privateKey=own.privateKey.original, certificate=own.original, trustRoot=_trust_root(node)
-    )
+        return own_certificate_options(node)
+    return own_certificate_options(node, trustRoot=_trust_root(node))
 
 
 def _loaded(tls: TLSConfig | NodeTLS) -> NodeTLS:
@@ -107,7 +106,7 @@ def client_options(tls: TLSConfig | NodeTLS, hostname: str) -> IOpenSSLClientCon
     return optionsForClientTLS(
         hostname,
         trustRoot=_trust_root(node),
-        clientCertificate=node.private_certificate(),
+        extraCertificateOptions={"privateKey": node.own.key, "certificate": node.own.certificate},
     )
 
 
