@@ -71,9 +71,13 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     status = _run_reactor(job)
     if args.brief:
         members = ",".join(str(m["id"]) for m in status["members"])
+        leader = "no leader" if status["leader"] is None else f"leader {status['leader']}"
+        flags = "  REMOVED" if status.get("removed") else ""
+        if status.get("stopped_by"):
+            flags += f"  STOPPED: {status['stopped_by']}"
         stdout.write(
-            f"node {status['id']}: {status['role']:<13} term {status['term']:<4} leader {status['leader']}  "
-            f"commit {status['commit_index']}  members [{members}]\n"
+            f"node {status['id']}: {status['role']:<13} term {status['term']:<4} {leader:<10}  "
+            f"commit {status['commit_index']}  members [{members}]{flags}\n"
         )
     else:
         stdout.write(json.dumps(status, indent=2) + "\n")
@@ -124,7 +128,7 @@ def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -
         stdout.write(f"server {args.id} removed (by the leader, server {answer['result']['by_leader']})\n")
         return
     request = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(args.id)),))
-    _membership(config, request, f"remove server {args.id}", args.timeout)
+    _membership(config, request, f"remove server {args.id}", args.timeout, member=args.id)
     stdout.write(f"server {args.id} removed\n")
 
 
@@ -193,11 +197,19 @@ def _read(path: str) -> str:
         raise FarmCommandError(f"{path}: {e.strerror}") from None
 
 
-def _membership(config: NodeConfig, request: Any, what: str, timeout: float) -> None:
+def _membership(
+    config: NodeConfig, request: Any, what: str, timeout: float, member: int | None = None
+) -> None:
+    """Ask the leader for a membership change; ``member``: a server that must be a member now."""
     client = FarmClient(None, config, timeout=timeout)
 
     async def job(reactor: Any) -> None:
         client.reactor = reactor
+        if member is not None:
+            members = {int(m["id"]) for m in (await client.status())["members"]}
+            if member not in members:
+                listed = ", ".join(map(str, sorted(members)))
+                raise FarmCommandError(f"{what}: server {member} is not a member (members: {listed})")
         await client.request_leader(request, what)
 
     _run_reactor(job)

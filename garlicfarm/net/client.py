@@ -17,7 +17,7 @@ from twisted.logger import Logger
 
 from garlicfarm.config import NodeConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
-from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits
+from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits, RequestTimeout
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
 from garlicfarm.wire import NO_LEADER, Request, Response
 
@@ -53,7 +53,7 @@ class FarmClient:
             try:
                 await endpoint.connect(Factory.forProtocol(lambda c=connection: c))  # type: ignore[misc]
             except Exception as e:
-                raise ClientError(f"cannot connect to {uri}: {e}") from None
+                raise ClientError(f"cannot connect to {uri}: {plain_reason(e)}") from None
             try:
                 await connection.ready
             except ConnectionClosed as e:
@@ -85,34 +85,52 @@ class FarmClient:
             connection.transport.loseConnection()  # type: ignore[union-attr]
 
     async def request_leader(self, request: Request, what: str) -> Response:
-        """Send ``request`` to the leader, following redirects; waits for a leader for ``timeout``."""
+        """Send ``request`` to the leader, following redirects; waits for a leader for ``timeout``.
+        A node that cannot be reached is skipped for the next one the client knows of."""
         target = self.config.endpoint
         waited = 0.0
         delay = 0.2
         tried: set[str] = set()
+        unreachable: dict[str, str] = {}
         while True:
-            connection = await self.connect(target)
+            response: Response | None = None
             try:
-                response: Response = await connection.request(request, timeout=self.timeout)
-            finally:
-                connection.transport.loseConnection()  # type: ignore[union-attr]
-            if response.accepted:
-                self.leader_features = connection.features
-                return response
+                connection = await self.connect(target)
+                try:
+                    response = await connection.request(request, timeout=self.timeout)
+                finally:
+                    connection.transport.loseConnection()  # type: ignore[union-attr]
+            except (ClientError, ConnectionClosed, RequestTimeout) as e:
+                unreachable[target] = str(e)
+            if response is not None:
+                if response.accepted:
+                    return response
+                unreachable.pop(target, None)
+                leader = response.destination
+                if leader not in (NO_LEADER, response.source) and leader in self.endpoints:
+                    self.log.info("redirected to the leader, server {id}", id=leader)
+                    tried.add(target)
+                    target = self.endpoints[leader]
+                    continue
+                if leader == response.source:
+                    raise ClientError(f"{what}: refused by the leader (server {leader})")
             tried.add(target)
-            leader = response.destination
-            if leader not in (NO_LEADER, response.source) and leader in self.endpoints:
-                self.log.info("redirected to the leader, server {id}", id=leader)
-                target = self.endpoints[leader]
-                continue
-            if leader == response.source:
-                raise ClientError(f"{what}: refused by the leader (server {leader})")
             if waited >= self.timeout:
-                raise ClientError(f"{what}: no leader known after {waited:.0f}s")
+                raise ClientError(self._no_leader(what, waited, unreachable))
             await deferLater(self.reactor, delay, lambda: None)
             waited += delay
             delay = min(delay * 2, 2.0)
             target = self._next_target(tried)
+
+    def _no_leader(self, what: str, waited: float, unreachable: dict[str, str]) -> str:
+        known = len(set(self.endpoints.values()) | {self.config.endpoint})
+        message = f"{what}: no leader after {waited:.0f}s"
+        if unreachable:
+            message += f"; {len(unreachable)} of {known} servers unreachable"
+            if len(unreachable) * 2 >= known:
+                message += " (fewer than a majority up: the farm has no quorum)"
+            message += " — " + "; ".join(sorted(unreachable.values()))[:400]
+        return message
 
     def _next_target(self, tried: set[str]) -> str:
         for endpoint in self.endpoints.values():
@@ -120,3 +138,23 @@ class FarmClient:
                 return endpoint
         tried.clear()
         return self.config.endpoint
+
+
+def plain_reason(error: BaseException) -> str:
+    """One line a person can read for a connection failure (never a Failure's or a list's repr)."""
+    from twisted.internet import error as neterror  # noqa: PLC0415
+    from twisted.internet.defer import CancelledError  # noqa: PLC0415
+
+    if isinstance(error, neterror.ConnectionRefusedError):
+        return "connection refused (is the node running and listening there?)"
+    if isinstance(error, neterror.DNSLookupError):
+        return f"cannot resolve the host name ({error.args[0] if error.args else ''})".replace(" ()", "")
+    if isinstance(error, neterror.TimeoutError | neterror.ConnectingCancelledError | CancelledError):
+        return "timed out"
+    text = str(error)
+    for known in ("certificate verify failed", "tlsv1 alert unknown ca", "no peer certificate"):
+        if known in text:
+            return f"TLS refused: {known} (check [tls] ca and the peer's certificate)"
+    if "Failure" in text or text.startswith("["):
+        return type(error).__name__
+    return text or type(error).__name__
