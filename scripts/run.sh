@@ -5,7 +5,6 @@
 # after showing the status, for scripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/setup-env.sh
 
 nodes=3
 dir=farm
@@ -15,10 +14,12 @@ while [ $# -gt 0 ]; do
         --nodes) nodes=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --once) once=1; shift ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,5s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
 done
+
+. scripts/setup-env.sh
 
 if [ ! -f "$dir/node-1.toml" ]; then
     echo "== garlicfarm init $dir --nodes $nodes"
@@ -35,6 +36,12 @@ for toml in "$dir"/node-*.toml; do
     fi
 done
 
+# A farm left running by an earlier run would answer for ours (and hold its ports): refuse.
+if garlicfarm status --config "$dir/node-1.toml" --timeout 2 >/dev/null 2>&1; then
+    echo "run.sh: a farm from an earlier run is still running in $dir; stop its nodes first" >&2
+    exit 1
+fi
+
 pids=()
 stop() {
     trap - EXIT INT TERM
@@ -50,13 +57,32 @@ for i in $(seq 1 "$nodes"); do
     pids+=($!)
 done
 
+# Our own nodes must be the ones answering: a node that exited is a failed start, shown with its log.
+check_alive() {
+    for i in $(seq 1 "$nodes"); do
+        if ! kill -0 "${pids[$((i - 1))]}" 2>/dev/null; then
+            echo "run.sh: node $i did not start; the end of $dir/node-$i.log:" >&2
+            tail -n 5 "$dir/node-$i.log" >&2
+            exit 1
+        fi
+    done
+}
+
 echo "== waiting for a leader"
+leader=
 for _ in $(seq 1 120); do
+    check_alive
     if garlicfarm status --config "$dir/node-1.toml" --timeout 2 2>/dev/null | grep -q '"leader": [0-9]'; then
+        leader=1
         break
     fi
     sleep 0.5
 done
+if [ -z "$leader" ]; then
+    echo "run.sh: no leader within 60 s; see $dir/node-N.log" >&2
+    exit 1
+fi
+check_alive
 
 echo "== garlicfarm submit (through node 1; a follower redirects to the leader)"
 index=$(garlicfarm submit --config "$dir/node-1.toml" '{"hello": "farm"}')
