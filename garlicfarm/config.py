@@ -73,6 +73,9 @@ class TLSConfig:
     key: Path
     #: "sha256:AB:CD:..." (or bare hex) fingerprints of acceptable peer certificates
     pins: tuple[str, ...] = ()
+    #: False ([tls] client_certificates = "optional"): a peer may connect without a client certificate
+    #: (Digest still authenticates it); one it does present must still be trusted
+    require_client_certificate: bool = True
 
 
 @attrs.frozen
@@ -129,7 +132,7 @@ def load_config(path: str | Path) -> NodeConfig:
 KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "node": frozenset({"id", "cluster", "endpoint", "listen", "data_dir"}),
     "auth": frozenset({"username", "password_file"}),
-    "tls": frozenset({"ca", "cert", "key", "pins"}),
+    "tls": frozenset({"ca", "cert", "key", "pins", "client_certificates"}),
     "peers": None,
     "raft": frozenset(
         {
@@ -203,11 +206,15 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         pins = reader.strings(tls_raw, "tls", "pins")
         if ca is None and not pins:
             raise ConfigError(f"{path}: [tls] needs ca or pins, to know which peers to trust")
+        client_certificates = tls_raw.get("client_certificates", "required")
+        if client_certificates not in ("required", "optional"):
+            raise ConfigError(f'{path}: [tls] client_certificates must be "required" or "optional"')
         tls = TLSConfig(
             ca=base / ca if ca else None,
             cert=base / reader.string(tls_raw, "tls", "cert"),
             key=base / reader.string(tls_raw, "tls", "key"),
             pins=tuple(pins),
+            require_client_certificate=client_certificates == "required",
         )
     peers_raw = reader.table("peers", required=False)
     peers: dict[int, str] = {}

@@ -49,6 +49,7 @@ class NodeTLS:
     own: CertifiedKey
     ca: tuple[x509.Certificate, ...]
     pins: frozenset[bytes]
+    require_client_certificate: bool = True
 
     @classmethod
     def load(cls, config: TLSConfig) -> NodeTLS:
@@ -56,7 +57,8 @@ class NodeTLS:
         pins = parse_pins(config.pins)
         if not ca and not pins:
             raise TLSError(f"{config.cert}: [tls] needs ca or pins, to know which peers to trust")
-        return cls(load_certified_key(config.cert, config.key), ca, pins)
+        own = load_certified_key(config.cert, config.key)
+        return cls(own, ca, pins, config.require_client_certificate)
 
 
 def _trust_root(node: NodeTLS) -> IOpenSSLTrustRoot:
@@ -91,8 +93,16 @@ def server_options(tls: TLSConfig | NodeTLS) -> IOpenSSLServerConnectionCreator:
     """Options for accepting peers: present our certificate, require theirs."""
     node = _loaded(tls)
     if node.pins:
-        return _Pinned(_certificate_options(node), node.pins, check_chain=bool(node.ca))
-    # trustRoot on the server side means: verify, and fail if the client sends no certificate.
+        return _Pinned(
+            _certificate_options(node),
+            node.pins,
+            check_chain=bool(node.ca),
+            require=node.require_client_certificate,
+        )
+    # trustRoot on the server side means: verify, and fail a client that sends no certificate
+    # ("required"); "optional" lets such a client in, still verifying one that is sent.
+    if not node.require_client_certificate:
+        return _OptionalClientCertificate(_certificate_options(node))
     return _certificate_options(node)
 
 
@@ -110,14 +120,37 @@ def client_options(tls: TLSConfig | NodeTLS, hostname: str) -> IOpenSSLClientCon
     )
 
 
+@implementer(IOpenSSLServerConnectionCreator)
+class _OptionalClientCertificate:
+    """A server that verifies a client certificate the client sends, and lets in one that sends none
+    (Twisted will not combine ``trustRoot`` with ``requireCertificate=False``)."""
+
+    def __init__(self, options: CertificateOptions) -> None:
+        self._options = options
+
+    def serverConnectionForTLS(self, tls_protocol: TLSMemoryBIOProtocol) -> SSL.Connection:
+        connection = self._options.serverConnectionForTLS(tls_protocol)
+        connection.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_CLIENT_ONCE, _keep_openssl_verdict)
+        return connection
+
+
+def _keep_openssl_verdict(
+    _connection: SSL.Connection, _cert: crypto.X509, _errno: int, _depth: int, ok: int
+) -> bool:
+    return bool(ok)
+
+
 @implementer(IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator)
 class _Pinned:
     """Connections that accept the peer iff its leaf certificate is pinned."""
 
-    def __init__(self, options: CertificateOptions, pins: frozenset[bytes], *, check_chain: bool) -> None:
+    def __init__(
+        self, options: CertificateOptions, pins: frozenset[bytes], *, check_chain: bool, require: bool = True
+    ) -> None:
         self._options = options
         self._pins = pins
         self._check_chain = check_chain
+        self._require = require
 
     def clientConnectionForTLS(self, tls_protocol: TLSMemoryBIOProtocol) -> SSL.Connection:
         connection = self._options.clientConnectionForTLS(tls_protocol)
@@ -126,9 +159,8 @@ class _Pinned:
 
     def serverConnectionForTLS(self, tls_protocol: TLSMemoryBIOProtocol) -> SSL.Connection:
         connection = self._options.serverConnectionForTLS(tls_protocol)
-        connection.set_verify(
-            SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT | SSL.VERIFY_CLIENT_ONCE, self._verify
-        )
+        required = SSL.VERIFY_FAIL_IF_NO_PEER_CERT if self._require else 0
+        connection.set_verify(SSL.VERIFY_PEER | required | SSL.VERIFY_CLIENT_ONCE, self._verify)
         return connection
 
     def _verify(self, connection: SSL.Connection, cert: crypto.X509, errno: int, depth: int, ok: int) -> bool:

@@ -53,3 +53,15 @@ def test_every_documented_key_is_known(node_toml: Path) -> None:
             "[archive]\nretention_days = 90\n[admin]\nlisten = 9101\nsample_interval = 10\n"
         )
     load_config(node_toml)
+
+
+@pytest.mark.parametrize(("value", "required"), [("required", True), ("optional", False), ("maybe", None)])
+def test_client_certificates(node_toml: Path, value: str, required: bool | None) -> None:
+    text = node_toml.read_text().replace("[tls]\n", f'[tls]\nclient_certificates = "{value}"\n')
+    node_toml.write_text(text)
+    if required is None:
+        with pytest.raises(ConfigError, match='client_certificates must be "required" or "optional"'):
+            load_config(node_toml)
+    else:
+        tls = load_config(node_toml).tls
+        assert tls is not None and tls.require_client_certificate is required

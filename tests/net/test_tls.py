@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from OpenSSL import SSL, crypto
 from twisted.internet import reactor as _reactor
@@ -210,6 +211,27 @@ class TLSLoopbackTests(unittest.TestCase):
         assert server.reason is not None
         server.reason.trap(SSL.Error)
         assert not server.handshake_done
+
+    @inlineCallbacks
+    def test_optional_client_certificates_let_a_peer_in_without_one(self) -> Any:
+        """[tls] client_certificates = "optional": a proposal-following peer without a client
+        certificate gets through TLS (Digest still authenticates it); a wrong one is still refused."""
+        optional = attrs.evolve(self.tls("node-1"), require_client_certificate=False)
+        accepting, port = yield self.listen(optional)
+        ca = Certificate.loadPEM(FARM_CA.cert_pem())
+        anonymous = optionsForClientTLS("127.0.0.1", trustRoot=ca)
+        client = yield wrapClientTLS(anonymous, HostnameEndpoint(reactor, "127.0.0.1", port)).connect(
+            Dialling()
+        )
+        yield client.echoed
+        server: Peer = yield accepting.first
+        assert server.handshake_done
+        assert server.transport.getPeerCertificate() is None  # type: ignore[union-attr]
+        client.transport.loseConnection()
+        yield client.lost
+        yield server.lost
+        server_reason, _ = yield self.refused(optional, self.tls("stranger", ca="farm-ca"))
+        server_reason.trap(SSL.Error)
 
     @inlineCallbacks
     def test_hostname_mismatch_is_refused(self) -> Any:
