@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.config import KNOWN_KEYS, ConfigError, NodeConfig
 
 HISTORY_SECONDS = 3600.0
 
@@ -62,16 +62,7 @@ def admin_config(node: NodeConfig) -> AdminConfig:
     table: Mapping[str, Any] = node.extra.get("admin", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{node.path}: admin must be a table ([admin])")
-    known = {
-        "listen",
-        "username",
-        "password_file",
-        "url",
-        "origins",
-        "sample_interval",
-        "max_connections",
-        "request_deadline",
-    }
+    known = KNOWN_KEYS["admin"] or frozenset()
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")

@@ -13,6 +13,7 @@ import pytest
 
 from garlicfarm.handshake import ChallengeCache, ClientConfig, ClientHandshake, Reconnect, Upgraded
 from tests.e2e.procfarm import ProcFarm
+from tests.hostile.farm import closed_by_peer as closed_within
 
 pytestmark = pytest.mark.e2e
 
@@ -36,21 +37,6 @@ def tls_socket(farm: ProcFarm) -> ssl.SSLSocket:
     context.load_cert_chain(str(farm.dir / "node-1.pem"), str(farm.dir / "node-1.key"))
     raw = socket.create_connection(("127.0.0.1", farm.base + 1), timeout=10)
     return context.wrap_socket(raw, server_hostname="127.0.0.1")
-
-
-def closed_within(sock: socket.socket, seconds: float) -> bool:
-    """True if the peer closes the connection within ``seconds`` (reading whatever it sends first)."""
-    sock.settimeout(seconds)
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            if not sock.recv(65536):
-                return True
-    except TimeoutError:
-        return False
-    except (ConnectionResetError, ssl.SSLError, OSError):
-        return True
-    return False
 
 
 def upgraded_socket(farm: ProcFarm) -> ssl.SSLSocket:
