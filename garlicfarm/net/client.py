@@ -104,6 +104,7 @@ class FarmClient:
                 unreachable[target] = str(e)
             if response is not None:
                 if response.accepted:
+                    self.leader_features = connection.features
                     return response
                 unreachable.pop(target, None)
                 leader = response.destination
