@@ -80,6 +80,8 @@ def status_record(
 
 #: the first retry of a failed status report, in seconds (doubling up to ``max_backoff``)
 RETRY_FIRST = 0.5
+#: failed reports in a row logged at debug before they are worth an info line (about 15 s)
+QUIET_FAILURES = 4
 
 
 class StatusReporter:
@@ -120,6 +122,7 @@ class StatusReporter:
         self._busy = False
         self.submitted = 0
         self.failures = 0
+        self.failures_in_a_row = 0
         self.running = False
 
     def start(self, first_delay: float = 0.0) -> None:
@@ -160,15 +163,19 @@ class StatusReporter:
     def _succeeded(self, index: int) -> None:
         self._busy = False
         self.submitted += 1
+        self.failures_in_a_row = 0
         self._delay = RETRY_FIRST
         self._schedule(0 if self._take_again() else self.interval)
 
     def _failed(self, failure: Failure) -> None:
         self._busy = False
         self.failures += 1
+        self.failures_in_a_row += 1
         delay = min(self._delay, self.max_backoff, self.interval) * (0.5 + self._rng.random())
         self._delay = min(self._delay * 2, self.max_backoff)
-        self.log.info(
+        # A farm electing its first leader fails a report or two: say so only when it lasts.
+        emit = self.log.info if self.failures_in_a_row >= QUIET_FAILURES else self.log.debug
+        emit(
             "status report not committed ({why}); next try in {delay:.1f}s",
             why=failure.getErrorMessage(),
             delay=delay,

@@ -261,7 +261,23 @@ def log_observer(stream: TextIO, level: str = "info", fmt: str = "text") -> Any:
     )
 
     base = jsonFileLogObserver(stream) if fmt == "json" else textFileLogObserver(stream)
-    return FilteringLogObserver(base, [LogLevelFilterPredicate(LogLevel.levelWithName(level))])
+    return FilteringLogObserver(
+        base, [LogLevelFilterPredicate(LogLevel.levelWithName(level)), _quiet_retries(level)]
+    )
+
+
+def _quiet_retries(level: str) -> Any:
+    """ClientService's "Scheduling retry N to connect <_WrapperEndpoint object at 0x...>" names no
+    peer; the node logs one line per link going up or down instead. Shown at debug."""
+    from twisted.logger import LogLevel, PredicateResult
+
+    def predicate(event: dict[str, Any]) -> Any:
+        noisy = event.get("log_namespace", "").startswith("twisted.application._client_service")
+        if noisy and event.get("log_level") == LogLevel.info and level != "debug":
+            return PredicateResult.no
+        return PredicateResult.maybe
+
+    return predicate
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

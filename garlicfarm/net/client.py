@@ -51,7 +51,9 @@ class FarmClient:
             connection = ClientConnection(self.reactor, client_config, self.cache, ConnectionLimits())
             endpoint = client_endpoint(self.reactor, uri, self.config.tls)
             try:
-                await endpoint.connect(Factory.forProtocol(lambda c=connection: c))  # type: ignore[misc]
+                factory = Factory.forProtocol(lambda c=connection: c)  # type: ignore[misc]
+                factory.noisy = False
+                await endpoint.connect(factory)
             except Exception as e:
                 raise ClientError(f"cannot connect to {uri}: {plain_reason(e)}") from None
             try:

@@ -136,6 +136,10 @@ def tls_failure(reason: Failure) -> tuple[str, str] | None:
     return None
 
 
+#: handshake refusals that are the normal path (answered with a fresh challenge)
+_ROUTINE = frozenset({Reject.NO_CREDENTIALS, Reject.STALE_NONCE})
+
+
 @implementer(IHandshakeListener)
 class ServerConnection(Protocol):
     """An inbound connection: authenticate the peer, then serve its requests in order."""
@@ -192,9 +196,10 @@ class ServerConnection(Protocol):
                 elif isinstance(event, Close):
                     self._closing = True
                     self.transport.loseConnection()  # type: ignore[union-attr]
-                elif isinstance(event, Rejected) and event.reason is Reject.NO_CREDENTIALS:
-                    # the normal first request of every new peer: not worth an info line
-                    self.log.debug("challenge sent to {peer}", peer=self.peer_name)
+                elif isinstance(event, Rejected) and event.reason in _ROUTINE:
+                    # a new peer's first request, or one holding a nonce from before our restart:
+                    # the challenge that follows is the normal path, not worth an info line
+                    self.log.debug("challenge sent to {peer}: {why}", peer=self.peer_name, why=event)
                 elif isinstance(event, Rejected):
                     why = str(event)
                     self._note("rejected", "handshake from {peer} refused: {why}", LogLevel.info, why=why)

@@ -106,6 +106,7 @@ class PeerConnections:
             return ClientConnection(self.reactor, config, self.cache, self.limits, ready, lost)
 
         factory = Factory.forProtocol(build)
+        factory.noisy = False  # "Starting factory <...>" per attempt names no peer: our lines do
         policy = backoffPolicy(initialDelay=0.05, maxDelay=5.0, factor=1.6, jitter=self._rng.random)
         service = ClientService(self._endpoint_for(address), factory, retryPolicy=policy, clock=self.reactor)
         peer = _Peer(address, service)

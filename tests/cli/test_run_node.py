@@ -47,3 +47,12 @@ def test_a_busy_port_is_one_line_and_exit_status_1(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert "cannot listen on" in last and "Traceback" not in result.stderr, result.stderr
+
+
+def test_twisted_retry_lines_that_name_no_peer_are_debug_only() -> None:
+    for level, shown in (("info", False), ("debug", True)):
+        out = io.StringIO()
+        noisy = Logger("twisted.application._client_service.ClientService", observer=LogPublisher())
+        noisy.observer = LogPublisher(log_observer(out, level))
+        noisy.info("Scheduling retry {attempt} to connect {endpoint}", attempt=1, endpoint="<object>")
+        assert ("Scheduling retry" in out.getvalue()) is shown
