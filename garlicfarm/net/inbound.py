@@ -37,6 +37,7 @@ class InboundFactory(Factory):
     """Builds a :class:`ServerConnection` per accepted connection, within the budgets above."""
 
     log = Logger()
+    noisy = False  # the service logs where it listens; "Starting factory <object at 0x...>" says less
 
     def __init__(
         self,
