@@ -38,10 +38,23 @@ def server_id(value: Any, where: str) -> int:
     return value
 
 
+_B32 = re.compile(r"[a-z2-7]{52}")
+
+
 def destination(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not _DESTINATION.fullmatch(value):
+    """A destination hash in one canonical form: ``X``, ``X.b32.i2p`` and their upper-case spellings of
+    a base32 hash are one destination, stored as ``x.b32.i2p``; base64 is case-sensitive, kept as is."""
+    if not isinstance(value, str) or not _DESTINATION.fullmatch(value.strip()):
         raise BadInput(f"{where} must be a destination hash (base32 or base64, up to 1024 characters)")
-    return value
+    text: str = value.strip()
+    lowered = text.lower()
+    bare = lowered.removesuffix(".b32.i2p")
+    # one case throughout (or the .b32.i2p suffix) says base32; base64 mixes cases
+    if _B32.fullmatch(bare) and (bare != lowered or text in (lowered, text.upper())):
+        return f"{bare}.b32.i2p"
+    if lowered.endswith(".b32.i2p"):
+        raise BadInput(f"{where}: {text!r} is not a base32 destination (52 characters a-z, 2-7)")
+    return text
 
 
 def endpoint(value: Any, where: str) -> str:

@@ -29,6 +29,15 @@ from garlicfarm.wire import (
 )
 
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default where it has one (not "default: None" on required options)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.required or action.default in (None, False):
+            return action.help
+        return super()._get_help_string(action)
+
+
 class FarmCommandError(Exception):
     """A one-line error for the user; the command exits 1."""
 
@@ -116,7 +125,16 @@ def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> N
         stdout.write(f"server {args.id} added (by the leader, server {answer['result']['by_leader']})\n")
         return
     request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
-    _membership(config, request, f"add server {args.id}", args.timeout)
+    try:
+        _membership(config, request, f"add server {args.id}", args.timeout)
+    except FarmCommandError as e:
+        if "refused by the leader" in str(e):
+            raise FarmCommandError(
+                f"{e}: {args.endpoint} did not answer or did not catch up in time, its endpoint is not "
+                "tcp://host:port, i2p://….b32.i2p or tor://….onion:port, or another change is under way "
+                "(the leader's log says which)"
+            ) from None
+        raise
     stdout.write(f"server {args.id} added\n")
 
 
@@ -281,35 +299,41 @@ def _quiet_retries(level: str) -> Any:
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def add_parser(name: str, help: str) -> argparse.ArgumentParser:
+        """A subcommand whose --help repeats its one-line help as the description and shows defaults."""
+        return sub.add_parser(
+            name, help=help, description=help[0].upper() + help[1:] + ".", formatter_class=_Formatter
+        )
+
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--config", required=True, metavar="FILE", help="a node's TOML configuration")
         parser.add_argument(
             "--timeout", type=float, default=30.0, metavar="S", help="give up after S seconds"
         )
 
-    run = sub.add_parser("run", help="run one node in the foreground (like `twistd -n garlicfarm`)")
+    run = add_parser("run", help="run one node in the foreground (like `twistd -n garlicfarm`)")
     run.add_argument("--config", required=True, metavar="FILE", help="the node's TOML configuration")
     run.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         default="info",
-        help="the least severe events to show (default: info)",
+        help="the least severe events to show",
     )
     run.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
-        help="text lines, or one JSON object per event for log collectors (default: text)",
+        help="text lines, or one JSON object per event for log collectors",
     )
     run.set_defaults(run=run_node)
 
-    status = sub.add_parser("status", help="print a running node's status as JSON")
+    status = add_parser("status", help="print a running node's status as JSON")
     common(status)
     status.add_argument("--endpoint", metavar="URI", help="ask this node instead (default: the config's own)")
     status.add_argument("--brief", action="store_true", help="one line instead of JSON")
     status.set_defaults(run=run_status)
 
-    submit = sub.add_parser(
+    submit = add_parser(
         "submit",
         help="commit an Application entry through the leader; prints the committed index (or, from a "
         "leader that answers on append, as JRaft does, the index marked 'appended')",
@@ -318,7 +342,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     submit.add_argument("json", help="the entry, as JSON ('-' reads stdin)")
     submit.set_defaults(run=run_submit)
 
-    add = sub.add_parser("add-server", help="add a server to the farm (it is caught up first)")
+    add = add_parser("add-server", help="add a server to the farm (it is caught up first)")
     common(add)
     add.add_argument("--id", type=int, required=True, help="the new server's id")
     add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:9004")
@@ -327,7 +351,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     add.set_defaults(run=run_add_server)
 
-    remove = sub.add_parser("remove-server", help="remove a server (possibly the leader) from the farm")
+    remove = add_parser("remove-server", help="remove a server (possibly the leader) from the farm")
     common(remove)
     remove.add_argument("--id", type=int, required=True, help="the server's id")
     remove.add_argument(
@@ -344,7 +368,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("export-config", "print the farm's configuration (members, exclusions, settings) as JSON"),
         ("import-config", "bring the farm to an exported configuration (adds members, aligns exclusions)"),
     ):
-        parser = sub.add_parser(action, help=text + "; via the admin console")
+        parser = add_parser(action, help=text + "; via the admin console")
         common(parser)
         if action in ("exclude", "include"):
             parser.add_argument("destination", help="the destination hash (base32 or base64)")

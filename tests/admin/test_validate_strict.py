@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from garlicfarm.admin.validate import BadInput, endpoint, parse_json
+from garlicfarm.admin.validate import BadInput, destination, endpoint, parse_json
 
 
 def test_duplicate_keys_are_refused() -> None:
@@ -26,3 +26,19 @@ def test_endpoints_must_be_network_forms(value: str) -> None:
     with pytest.raises(BadInput):
         endpoint(value, "endpoint")
     assert endpoint("tcp://127.0.0.1:9004", "endpoint") == "tcp://127.0.0.1:9004"
+
+
+B32 = "abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst"
+
+
+@pytest.mark.parametrize("spelling", [B32, f"{B32}.b32.i2p", f"{B32.upper()}.B32.I2P", f" {B32} "])
+def test_a_base32_destination_has_one_canonical_form(spelling: str) -> None:
+    """Regression (issue 16): `exclude` stored X.b32.i2p and X as two entries."""
+    assert destination(spelling, "destination") == f"{B32}.b32.i2p"
+
+
+def test_base64_destinations_are_kept_and_bad_base32_refused() -> None:
+    base64 = "AbC-~" * 20
+    assert destination(base64, "destination") == base64
+    with pytest.raises(BadInput, match="not a base32 destination"):
+        destination("short.b32.i2p", "destination")
