@@ -8,14 +8,15 @@ ClientRequest / AddServerRequest / RemoveServerRequest, whose answers name the l
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
-from garlicfarm.config import NodeConfig
+from garlicfarm.config import TLSConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
 from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits, RequestTimeout
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
@@ -26,10 +27,27 @@ class ClientError(Exception):
     """The farm could not do what was asked; the message says why."""
 
 
+class FarmAccess(Protocol):
+    """What a client needs of a farm: a node's configuration has it, and so has
+    :class:`garlicfarm.client.ClientSettings`."""
+
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def username(self) -> str: ...
+    @property
+    def cluster(self) -> str: ...
+    @property
+    def tls(self) -> TLSConfig | None: ...
+    @property
+    def peers(self) -> Mapping[int, str]: ...
+    def password(self) -> str: ...
+
+
 class FarmClient:
     log = Logger()
 
-    def __init__(self, reactor: Any, config: NodeConfig, timeout: float = 30.0) -> None:
+    def __init__(self, reactor: Any, config: FarmAccess, timeout: float = 30.0) -> None:
         self.reactor: IReactorTime & IReactorTCP = reactor  # type: ignore[valid-type]
         self.config = config
         self.timeout = timeout
