@@ -431,7 +431,7 @@ class RaftDriver:
                 "{role} in term {term}{lead} (was {was} in term {old})",
                 role=seen[0],
                 term=seen[1],
-                lead="" if seen[2] is None else f"; leader {seen[2]}",
+                lead="" if seen[2] is None or seen[0] == "leader" else f"; leader {seen[2]}",
                 was=role,
                 old=term,
             )
