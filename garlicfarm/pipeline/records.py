@@ -192,7 +192,8 @@ def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
 
 def read_archive(spark: SparkSession, uri: str) -> DataFrame:
     """Every line of the archive under ``uri``, parsed (lazily): valid records and rejects alike."""
-    lines = spark.read.option("pathGlobFilter", "*.jsonl*").text(uri)
+    # exactly the archive's files (node-<id>.jsonl, compressed or not): not a .jsonl.bak beside them
+    lines = spark.read.option("pathGlobFilter", "*.{jsonl,jsonl.gz}").text(uri)
     partition = F.col("date").cast("string") if "date" in lines.columns else F.lit(None).cast("string")
     return lines.select(
         F.col("value").cast("binary").alias("value"),

@@ -11,6 +11,8 @@ from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
+LOOPBACK = "127.0.0.1"
+
 #: the settings the pipeline relies on, whoever starts Spark
 REQUIRED_CONF = {
     # days and windows are UTC, as the archive's partitions are
@@ -44,6 +46,13 @@ def build_session(
         os.environ["PYSPARK_PYTHON"] = sys.executable
     if launching and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
+    if launching:
+        # Everything this process starts listens on loopback unless told otherwise: the driver, its
+        # block manager and the UI (which binds SPARK_LOCAL_IP, or every interface without it).
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+        for key in ("spark.driver.host", "spark.driver.bindAddress"):
+            if key not in (conf or {}):
+                builder = builder.config(key, os.environ["SPARK_LOCAL_IP"])
     builder = builder.config("spark.ui.showConsoleProgress", "true")
     for key, value in {**REQUIRED_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
