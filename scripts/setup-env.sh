@@ -9,8 +9,8 @@ stamp=.venv/.garlicfarm-installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "== installing garlicfarm and its test dependencies"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test,spark]' --config-settings editable_mode=compat
-    # (compat: the checkout itself is on sys.path, so Twisted finds twisted/plugins/ here)
+    .venv/bin/python -m pip install -q -e '.[test,spark]'
+    # (setup.cfg's package_dir makes the editable install a static path: Twisted finds twisted/plugins/ here)
     touch "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
