@@ -823,8 +823,12 @@ class RaftCore:
         while self._pending_clients and self._pending_clients[0][0] <= self.commit:
             index, term, handle, cls = heapq.heappop(self._pending_clients)
             known = self.log.term_at(index)
-            # None: covered by a snapshot that replaced our log, so the outcome is unknown here; the
-            # requester is answered "not accepted" (it may retry) rather than never
+            if known is None:
+                # Covered by a snapshot that replaced our log: whether our entry or another committed
+                # there is unknown here. "Not accepted" would say it did not commit (a client retries:
+                # a duplicate if it did; the simulator found it), so no answer: the requester's
+                # timeout reports the outcome as unknown (the driver's CommitTimeout).
+                continue
             committed = known == term
             self._pending_reply(handle, cls, accepted=committed, next_index=index + 1 if committed else 0)
 
@@ -1164,7 +1168,7 @@ class RaftCore:
         self.applied = max(self.applied, meta.last_index)
         self._hard_dirty = True
         self._installed = InstalledSnapshot(meta, data)
-        self._resolve_clients()  # requests for entries the snapshot replaced: their fate is unknown here
+        self._resolve_clients()  # requests for entries the snapshot replaced: left to time out
 
     def _resolve_clients_upto(self, index: int) -> None:
         saved, self.commit = self.commit, max(self.commit, index)

@@ -44,6 +44,9 @@ class Mutations:
     skip_vote_log_check: bool = False
     #: messages leave before the state they depend on is persisted
     send_before_persist: bool = False
+    #: a core from :data:`garlicfarm.sim.mutants.CORE_MUTANTS` ("" = the real one)
+    core: str = ""
 
     def any(self) -> bool:
-        return self.commit_old_terms or self.skip_vote_log_check or self.send_before_persist
+        flags = (self.commit_old_terms, self.skip_vote_log_check, self.send_before_persist)
+        return any(flags) or bool(self.core)

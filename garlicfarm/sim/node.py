@@ -12,7 +12,7 @@ from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import RaftOptions, Ready, Role
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
-from garlicfarm.sim.mutants import NoLogCheckVoteCore, OldTermCommitCore
+from garlicfarm.sim.mutants import CORE_MUTANTS
 from garlicfarm.storage.interface import LogStore, SnapshotMeta
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire.codec import encode_entry
@@ -31,11 +31,13 @@ class Origin:
 
 class DigestMachine:
     """The simulated application: a running SHA-256 over applied entries. Its snapshot is
-    deterministic (same index, same bytes), as a real state machine's must be."""
+    deterministic (same index, same bytes), as a real state machine's must be, and ``size`` bytes
+    long (padding derived from the digest) so that a transfer takes many chunks."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = 40) -> None:
         self.index = 0
         self.digest = b"\x00" * 32
+        self.size = size
 
     def apply(self, index: int, entry: LogEntry) -> None:
         self.index = index
@@ -48,11 +50,14 @@ class DigestMachine:
         return None
 
     def snapshot(self) -> bytes:
-        return self.index.to_bytes(8, "big") + self.digest
+        head = self.index.to_bytes(8, "big") + self.digest
+        if self.size <= len(head):
+            return head
+        return head + hashlib.shake_256(head).digest(self.size - len(head))
 
     def restore(self, data: bytes) -> None:
         self.index = int.from_bytes(data[:8], "big")
-        self.digest = data[8:]
+        self.digest = data[8:40]
 
 
 class Crashed(Exception):
@@ -98,6 +103,8 @@ class SimNode:
         self.compact_every = 0
         #: the durable snapshot file, as the store's snapshot meta describes it
         self.saved_snapshot: tuple[SnapshotMeta, bytes] | None = None
+        #: bytes in the state machine's snapshot
+        self.snapshot_bytes = 40
         self.machine = DigestMachine()
         self.start()
 
@@ -107,13 +114,15 @@ class SimNode:
 
     def start(self) -> None:
         cls: type[RaftCore] = RaftCore
-        if self.mutations.commit_old_terms:
-            cls = OldTermCommitCore
+        if self.mutations.core:
+            cls = CORE_MUTANTS[self.mutations.core][0]
+        elif self.mutations.commit_old_terms:
+            cls = CORE_MUTANTS["commit_old_terms"][0]
         elif self.mutations.skip_vote_log_check:
-            cls = NoLogCheckVoteCore
+            cls = CORE_MUTANTS["skip_vote_log_check"][0]
         stored = self.store.load()
         data = b""
-        self.machine = DigestMachine()
+        self.machine = DigestMachine(self.snapshot_bytes)
         if stored.snapshot is not None:
             assert self.saved_snapshot is not None and self.saved_snapshot[0] == stored.snapshot
             data = self.saved_snapshot[1]
@@ -222,7 +231,39 @@ class SimNode:
             prev_term = entry.term
             if isinstance(entry.value, Configuration):
                 self.checker.config_change(self.id, index, config, entry.value)
+                if core.role is Role.LEADER and entry.term == core.term and config.ids() != entry.value.ids():
+                    self._check_change_committed(core, index)
                 config = entry.value
+        if ready.entries_from <= self.store.last_index:  # a truncation: configurations roll back too
+            self._check_config_in_force(core)
+
+    def _check_change_committed(self, core: RaftCore, index: int) -> None:
+        """A leader changes membership only once the configuration before it is committed (§4.1)."""
+        before = max((at for at, _ in core._configs if at < index), default=0)
+        if before > core.commit:
+            self.checker.fail(
+                "configuration change",
+                f"leader {self.id} appended a membership change at {index} while the configuration at "
+                f"{before} is uncommitted (commit {core.commit})",
+            )
+
+    def _check_config_in_force(self, core: RaftCore) -> None:
+        """A server uses the latest configuration in its log, committed or not (dissertation §4.1)."""
+        expected = None
+        for index in range(core.log.last_index, core.log.snapshot_index, -1):
+            value = core.log.entry(index).value
+            if isinstance(value, Configuration):
+                expected = (index, value)
+                break
+        if expected is None:  # none after the snapshot: the snapshot's (or the bootstrap one)
+            expected = (core.log.snapshot_index, core._configs[0][1])
+        if (core.config_index, core.config) != expected:
+            self.checker.fail(
+                "configuration in force",
+                f"node {self.id} uses the configuration of index {core.config_index} "
+                f"({sorted(core.voters())}), its log's latest is at {expected[0]} "
+                f"({sorted(expected[1].ids())})",
+            )
 
     def _observe(self, core: RaftCore) -> None:
         self.checker.commit_index(self.id, core.commit)
@@ -232,6 +273,12 @@ class SimNode:
             self._leader_term = core.term
             self._seen_commit = core.commit
             self.checker.leader(self.id, core.term)
+            if self.id not in core.voters():
+                self.checker.fail(
+                    "leader membership",
+                    f"node {self.id} leads term {core.term} outside its configuration "
+                    f"{sorted(core.voters())}",
+                )
             self.checker.leader_log(
                 self.id,
                 (

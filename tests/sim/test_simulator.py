@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from garlicfarm.cli.main import main
+from garlicfarm.cli.simulate import mutations_for
 from garlicfarm.sim.cluster import SimSettings, run_seed
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.history import ClientOp, Outcome, check_history
@@ -36,7 +37,7 @@ def test_a_seed_replays_exactly() -> None:
 )
 def test_simulator_catches_a_broken_core(mutation: str, nodes: int, budget: int) -> None:
     """Proof that the simulator can fail: each deliberately broken rule is caught within the budget."""
-    settings = SimSettings(nodes=nodes, mutations=Mutations(**{mutation: True}))
+    settings = SimSettings(nodes=nodes, mutations=mutations_for(mutation))
     for seed in range(budget):
         if not run_seed(seed, settings).ok:
             return
