@@ -414,7 +414,14 @@ class RaftCore:
                     self._reply(handle, m, accepted=False)
                     return False
                 if m.commit_index != PRE_VOTE_MARKER:
+                    # Adopt the term, but only a granted vote restarts the election timer (Raft
+                    # §5.2): a candidate whose log is behind would otherwise hold back, round after
+                    # round, the one server that could win (a livelock the simulator found with
+                    # plain votes, as with JRaft peers, and a faster-ticking stale server).
+                    elapsed = self._election_elapsed if self.role is Role.FOLLOWER else None
                     self._become_follower(m.term, None)
+                    if elapsed is not None:
+                        self._election_elapsed = elapsed
             else:
                 self._become_follower(m.term, m.source)
         elif m.term < self.term:
@@ -1099,9 +1106,16 @@ class RaftCore:
         pr.snapshot_expect = None
         pr.paused = False
         if m.accepted and m.next_index >= len(self._snapshot_data):
-            # Installed (or not needed): the follower's log now matches ours up to the snapshot.
-            pr.acknowledge(pr.snapshot_index)
-            pr.become_probe()
+            # Installed (or not needed). The answer names no snapshot: a late one from an earlier
+            # transfer of another snapshot of the same size reads the same (the simulator found a
+            # leader counting entries its follower never had). So a voter's matchIndex is not moved
+            # here: a probe at the snapshot's end confirms it (its answer proves the log position).
+            if joining is not None and pr is joining.progress:
+                pr.acknowledge(pr.snapshot_index)
+                pr.become_probe()
+            else:
+                pr.become_probe()
+                pr.next = max(pr.next, pr.snapshot_index + 1)
         else:
             pr.snapshot_offset = m.next_index
         if joining is not None and pr is joining.progress:

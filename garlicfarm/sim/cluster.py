@@ -98,6 +98,8 @@ class SimCluster:
                 max_inflight=self.rng.choice((1, 4, 32)),
                 # from one chunk per snapshot to about 60
                 snapshot_chunk=scale((64, 256, 1024, settings.snapshot_chunk)),
+                # plain Raft elections (as with JRaft peers) split votes far more often
+                pre_vote=scale((True, True, False)),
             )
             faults = settings.faults
             settings = attrs.evolve(
@@ -106,8 +108,12 @@ class SimCluster:
                     faults,
                     drop=faults.drop * scale((0, 1, 5)),
                     partition_every=int(faults.partition_every * scale((0.2, 0.5, 1, 3))),
-                    crash_every=int(faults.crash_every * scale((0.2, 0.5, 1, 3))),
-                    crash_after_commit=faults.crash_after_commit * scale((0, 1, 10)),
+                    crash_every=int(faults.crash_every * scale((0.1, 0.2, 0.5, 1, 3))),
+                    crash_after_commit=faults.crash_after_commit * scale((0, 1, 10, 30)),
+                    crash_after_vote=faults.crash_after_vote * scale((0, 1, 10)),
+                    restart_min=scale((2, faults.restart_min)),
+                    restart_spread=scale((20, faults.restart_spread)),
+                    long_delay=faults.long_delay * scale((1, 1, 4)),
                     duplicate=faults.duplicate * scale((0, 1, 5)),
                     # wider delay spreads reorder more; long delays deliver stale messages late
                     max_delay=faults.max_delay * scale((1, 1, 4)),
@@ -143,6 +149,7 @@ class SimCluster:
             )
             node.crash_mid_ready = settings.faults.crash_mid_ready
             node.crash_after_commit = settings.faults.crash_after_commit
+            node.crash_after_vote = settings.faults.crash_after_vote
             node.compact_every = settings.compact_every
             node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
@@ -215,7 +222,7 @@ class SimCluster:
         self.faults_on = False
         self.blocked.clear()
         for node in self.nodes.values():
-            node.crash_mid_ready = node.crash_after_commit = 0.0
+            node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
             if not node.up:
                 node.start()
 
@@ -333,7 +340,8 @@ class SimCluster:
 
     def _schedule_restart(self, node_id: int) -> None:
         if self.faults_on:
-            self._at(50 + self.rng.randrange(500), "restart", node_id)
+            faults = self.settings.faults
+            self._at(faults.restart_min + self.rng.randrange(faults.restart_spread), "restart", node_id)
 
     def _on_restart(self, node_id: int) -> None:
         node = self.nodes[node_id]

@@ -26,12 +26,32 @@ class Faults:
     #: chance that a leader crashes right after its commit index advances (a "buggify" point: the
     #: moment the Figure 8 scenario turns on)
     crash_after_commit: float = 0.01
+    #: chance that a server crashes right after it sends a vote grant (a buggify point: the moment a
+    #: vote that was not made durable would be forgotten)
+    crash_after_vote: float = 0.02
+    #: a crashed node restarts after between ``restart_min`` and ``restart_min + restart_spread`` ms
+    #: (a quick restart lets it rejoin the very election or leadership it crashed in)
+    restart_min: int = 50
+    restart_spread: int = 500
     #: per-node tick period varies by up to this fraction (clock skew)
     clock_skew: float = 0.2
 
     @classmethod
     def none(cls) -> Faults:
-        return cls(0.0, 0.0, 1, 3, 0.0, 0, 0, 0, 0.0, 0.0, 0.0)
+        return cls(
+            drop=0.0,
+            duplicate=0.0,
+            min_delay=1,
+            max_delay=3,
+            long_delay_rate=0.0,
+            long_delay=0,
+            partition_every=0,
+            crash_every=0,
+            crash_mid_ready=0.0,
+            crash_after_commit=0.0,
+            crash_after_vote=0.0,
+            clock_skew=0.0,
+        )
 
 
 @attrs.frozen

@@ -9,14 +9,14 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from garlicfarm.raft.core import RaftCore
-from garlicfarm.raft.types import RaftOptions, Ready, Role
+from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Role
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
 from garlicfarm.sim.mutants import CORE_MUTANTS
 from garlicfarm.storage.interface import LogStore, SnapshotMeta
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire.codec import encode_entry
-from garlicfarm.wire.messages import Message, Request, Response
+from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
 from garlicfarm.wire.payloads import Configuration, LogEntry
 
 
@@ -99,6 +99,7 @@ class SimNode:
         self._next_handle = 0
         self.crash_mid_ready = 0.0
         self.crash_after_commit = 0.0
+        self.crash_after_vote = 0.0
         #: take a snapshot and compact once this many entries are applied past the last one (0: never)
         self.compact_every = 0
         #: the durable snapshot file, as the store's snapshot meta describes it
@@ -194,14 +195,26 @@ class SimNode:
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
 
     def _dispatch(self, core: RaftCore, ready: Ready) -> None:
+        voted = False
         for send in ready.sends:
             self._send(self.id, send.to, send.message, Origin(node=self.id))
         for reply in ready.replies:
             origin = self._handles.pop(reply.handle)
             if origin.node is not None:
                 self._send(self.id, origin.node, reply.message, None)
+                message = reply.message
+                if (
+                    isinstance(message, RequestVoteResponse)
+                    and message.accepted
+                    and message.next_index != PRE_VOTE_MARKER
+                    and self.crash_after_vote
+                    and self.rng.random() < self.crash_after_vote
+                ):
+                    voted = True
             else:
                 self._on_reply(origin, reply.message)
+        if voted:
+            raise Crashed  # right after a vote grant left
         if ready.snapshot is not None:
             self.machine.restore(ready.snapshot.data)
             self.checker.restored(self.id, ready.snapshot.meta.last_index, ready.snapshot.data)
@@ -219,6 +232,27 @@ class SimNode:
         self._maybe_crash()  # between the snapshot in memory and on disk: nothing is lost but work
         self.saved_snapshot = (meta, data)
         self.store.compact(meta)
+
+    def _check_progress(self, core: RaftCore) -> None:
+        """What a leader believes a follower holds, it holds durably: a follower still in the leader's
+        term (durably) cannot have lost or replaced an entry it acknowledged in that term."""
+        stores = self._peer_stores()
+        for peer, pr in core.progress.items():
+            store = stores.get(peer)
+            if not pr.match or not isinstance(store, MemoryLogStore) or store.hard_state.term != core.term:
+                continue
+            term = core.log.term_at(pr.match)
+            snapshot = store.snapshot
+            if term is None or (snapshot is not None and snapshot.last_index >= pr.match):
+                continue
+            held = store.entries(pr.match, pr.match + 1)
+            if not held or held[0].term != term:
+                self.checker.fail(
+                    "leader progress",
+                    f"leader {self.id} (term {core.term}) has matchIndex {pr.match} for {peer}, which "
+                    f"holds {'nothing' if not held else f'term {held[0].term}'} there, not term {term}",
+                )
+                return
 
     def _check_entries(self, core: RaftCore, ready: Ready) -> None:
         if ready.entries_from is None:
@@ -287,6 +321,7 @@ class SimNode:
                     if i > core.log.snapshot_index
                 ),
             )
+        self._check_progress(core)
         if core.commit > self._seen_commit:
             self._seen_commit = core.commit
             term = core.log.term_at(core.commit)
