@@ -1015,6 +1015,10 @@ class RaftCore:
         servers = (*self.config.servers, joining.server)
         index = self.log.last_index + 1
         joining.progress.become_probe()
+        # Catch-up answers name no snapshot or pack (a late "not needed" from an earlier transfer
+        # reads like a fresh one): good enough to decide it caught up, not to count it towards a
+        # commit. Its first AppendEntries answer proves its matchIndex.
+        joining.progress.match = 0
         self.progress[joining.server.id] = joining.progress
         self._append_local([LogEntry(self.term, Configuration(index, self.config_index, servers))])
         self._await_commit(index, joining.handle, AddServerResponse)

@@ -111,6 +111,7 @@ class SimCluster:
                     crash_every=int(faults.crash_every * scale((0.1, 0.2, 0.5, 1, 3))),
                     crash_after_commit=faults.crash_after_commit * scale((0, 1, 10, 30)),
                     crash_after_vote=faults.crash_after_vote * scale((0, 1, 10)),
+                    crash_at_write=faults.crash_at_write * scale((0, 1, 10)),
                     restart_min=scale((2, faults.restart_min)),
                     restart_spread=scale((20, faults.restart_spread)),
                     long_delay=faults.long_delay * scale((1, 1, 4)),
@@ -150,6 +151,7 @@ class SimCluster:
             node.crash_mid_ready = settings.faults.crash_mid_ready
             node.crash_after_commit = settings.faults.crash_after_commit
             node.crash_after_vote = settings.faults.crash_after_vote
+            node.crash_points.crash_rate = settings.faults.crash_at_write
             node.compact_every = settings.compact_every
             node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
@@ -223,6 +225,7 @@ class SimCluster:
         self.blocked.clear()
         for node in self.nodes.values():
             node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
+            node.crash_points.crash_rate = 0.0
             if not node.up:
                 node.start()
 
@@ -258,7 +261,7 @@ class SimCluster:
     # ------------------------------------------------------------------------------------------ network
 
     def _stores(self) -> dict[int, LogStore]:
-        return {i: n.store for i, n in self.nodes.items()}
+        return {i: n.durable for i, n in self.nodes.items()}
 
     def _send(self, src: int, dst: int, message: Message, origin: Origin | None) -> None:
         faults = self.settings.faults if self.faults_on else Faults.none()

@@ -29,6 +29,9 @@ class Faults:
     #: chance that a server crashes right after it sends a vote grant (a buggify point: the moment a
     #: vote that was not made durable would be forgotten)
     crash_after_vote: float = 0.02
+    #: chance that a node crashes just before a durable write (log save, snapshot file, log
+    #: compaction, pruning the old snapshot file): the writes before it survive, it and later ones not
+    crash_at_write: float = 0.002
     #: a crashed node restarts after between ``restart_min`` and ``restart_min + restart_spread`` ms
     #: (a quick restart lets it rejoin the very election or leadership it crashed in)
     restart_min: int = 50
@@ -50,6 +53,7 @@ class Faults:
             crash_mid_ready=0.0,
             crash_after_commit=0.0,
             crash_after_vote=0.0,
+            crash_at_write=0.0,
             clock_skew=0.0,
         )
 

@@ -13,7 +13,9 @@ from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Role
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
 from garlicfarm.sim.mutants import CORE_MUTANTS
-from garlicfarm.storage.interface import LogStore, SnapshotMeta
+from garlicfarm.sim.disk import CrashingLogStore, CrashingSnapshotStore, CrashPoints, DiskCrash
+from garlicfarm.storage.interface import LogStore, StorageError
+from garlicfarm.storage.snapshots import MemorySnapshotStore, recover
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire.codec import encode_entry
 from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
@@ -83,7 +85,11 @@ class SimNode:
         peer_stores: Callable[[], Mapping[int, LogStore]],
     ) -> None:
         self.id = server_id
-        self.store = MemoryLogStore()
+        #: the disk: what survives a crash (``durable``), written through crash points
+        self.durable = MemoryLogStore()
+        self.crash_points = CrashPoints(random.Random(rng.getrandbits(64)))
+        self.store = CrashingLogStore(self.durable, self.crash_points)
+        self.snapshots = CrashingSnapshotStore(MemorySnapshotStore(), self.crash_points)
         self.bootstrap = bootstrap
         self.options = options
         self.rng = rng
@@ -102,8 +108,8 @@ class SimNode:
         self.crash_after_vote = 0.0
         #: take a snapshot and compact once this many entries are applied past the last one (0: never)
         self.compact_every = 0
-        #: the durable snapshot file, as the store's snapshot meta describes it
-        self.saved_snapshot: tuple[SnapshotMeta, bytes] | None = None
+        #: why the last start failed (the node stays down), or None
+        self.start_failure: str | None = None
         #: bytes in the state machine's snapshot
         self.snapshot_bytes = 40
         self.machine = DigestMachine()
@@ -122,11 +128,15 @@ class SimNode:
         elif self.mutations.skip_vote_log_check:
             cls = CORE_MUTANTS["skip_vote_log_check"][0]
         stored = self.store.load()
-        data = b""
         self.machine = DigestMachine(self.snapshot_bytes)
+        try:
+            # what the real service does at start: the snapshot file the log store names
+            data = recover(stored.snapshot, self.snapshots.durable)
+        except StorageError as e:
+            self.start_failure = str(e)
+            self.checker.fail("restart", f"node {self.id} cannot start: {e}")
+            return
         if stored.snapshot is not None:
-            assert self.saved_snapshot is not None and self.saved_snapshot[0] == stored.snapshot
-            data = self.saved_snapshot[1]
             self.machine.restore(data)
             self.checker.restored(self.id, stored.snapshot.last_index, data)
         self.core = cls(self.id, stored, self.rng, self.bootstrap, self.options, data)
@@ -164,7 +174,7 @@ class SimNode:
         try:
             while self.core is not None and self.core.has_ready():
                 self._handle_ready(self.core, self.core.ready())
-        except Crashed:
+        except (Crashed, DiskCrash):
             self.crash()
         if self.core is not None:
             self._observe(self.core)
@@ -188,9 +198,10 @@ class SimNode:
             self._dispatch(core, ready)
 
     def _persist(self, ready: Ready) -> None:
-        if ready.snapshot is not None:
-            self.saved_snapshot = (ready.snapshot.meta, ready.snapshot.data)
+        if ready.snapshot is not None:  # the driver's order: file, compaction, then the old file goes
+            self.snapshots.save(ready.snapshot.meta, ready.snapshot.data)
             self.store.compact(ready.snapshot.meta)
+            self.snapshots.prune(ready.snapshot.meta)
         if ready.needs_persist():
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
 
@@ -230,8 +241,9 @@ class SimNode:
         data = self.machine.snapshot()
         meta = core.compact(core.applied, data)
         self._maybe_crash()  # between the snapshot in memory and on disk: nothing is lost but work
-        self.saved_snapshot = (meta, data)
+        self.snapshots.save(meta, data)
         self.store.compact(meta)
+        self.snapshots.prune(meta)
 
     def _check_progress(self, core: RaftCore) -> None:
         """What a leader believes a follower holds, it holds durably: a follower still in the leader's
@@ -239,7 +251,7 @@ class SimNode:
         stores = self._peer_stores()
         for peer, pr in core.progress.items():
             store = stores.get(peer)
-            if not pr.match or not isinstance(store, MemoryLogStore) or store.hard_state.term != core.term:
+            if not isinstance(store, MemoryLogStore) or not pr.match or store.hard_state.term != core.term:
                 continue
             term = core.log.term_at(pr.match)
             snapshot = store.snapshot
@@ -268,7 +280,7 @@ class SimNode:
                 if core.role is Role.LEADER and entry.term == core.term and config.ids() != entry.value.ids():
                     self._check_change_committed(core, index)
                 config = entry.value
-        if ready.entries_from <= self.store.last_index:  # a truncation: configurations roll back too
+        if ready.entries_from <= self.durable.last_index:  # a truncation: configurations roll back too
             self._check_config_in_force(core)
 
     def _check_change_committed(self, core: RaftCore, index: int) -> None:
