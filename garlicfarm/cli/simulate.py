@@ -18,7 +18,7 @@ from garlicfarm.sim.mutants import CORE_MUTANTS
 
 MUTATIONS = [f.name for f in attrs.fields(Mutations) if f.type in (bool, "bool")]
 #: every deliberately broken node --mutant can run: the core mutants and the driver's order
-MUTANTS = sorted({*CORE_MUTANTS, "send_before_persist"})
+MUTANTS = sorted({*CORE_MUTANTS, *MUTATIONS})
 
 
 def mutations_for(mutant: str | None, flags: Sequence[str] = ()) -> Mutations:

@@ -112,6 +112,7 @@ class SimCluster:
                     crash_after_commit=faults.crash_after_commit * scale((0, 1, 10, 30)),
                     crash_after_vote=faults.crash_after_vote * scale((0, 1, 10)),
                     crash_at_write=faults.crash_at_write * scale((0, 1, 10)),
+                    crash_at_snapshot_write=faults.crash_at_snapshot_write * scale((0, 1, 4)),
                     restart_min=scale((2, faults.restart_min)),
                     restart_spread=scale((20, faults.restart_spread)),
                     long_delay=faults.long_delay * scale((1, 1, 4)),
@@ -152,6 +153,7 @@ class SimCluster:
             node.crash_after_commit = settings.faults.crash_after_commit
             node.crash_after_vote = settings.faults.crash_after_vote
             node.crash_points.crash_rate = settings.faults.crash_at_write
+            node.crash_points.snapshot_crash_rate = settings.faults.crash_at_snapshot_write
             node.compact_every = settings.compact_every
             node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
@@ -225,7 +227,7 @@ class SimCluster:
         self.blocked.clear()
         for node in self.nodes.values():
             node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
-            node.crash_points.crash_rate = 0.0
+            node.crash_points.crash_rate = node.crash_points.snapshot_crash_rate = 0.0
             if not node.up:
                 node.start()
 

@@ -26,16 +26,20 @@ class DiskCrash(Exception):
 class CrashPoints:
     """Decides, before each durable write, whether the node crashes there; counts the writes."""
 
-    def __init__(self, rng: random.Random, crash_rate: float = 0.0) -> None:
+    def __init__(self, rng: random.Random, crash_rate: float = 0.0, snapshot_crash_rate: float = 0.0) -> None:
         self.rng = rng
         self.crash_rate = crash_rate
+        #: snapshot writes are rare: they get their own, higher rate, so the crash between the
+        #: snapshot file and the compaction is common
+        self.snapshot_crash_rate = snapshot_crash_rate
         #: (write kind -> crashes just before it), for the tests and the report
         self.crashes: dict[str, int] = {}
         self.writes = 0
 
     def before(self, kind: str) -> None:
         self.writes += 1
-        if self.crash_rate and self.rng.random() < self.crash_rate:
+        rate = self.crash_rate if kind == "log save" else self.snapshot_crash_rate
+        if rate and self.rng.random() < rate:
             self.crashes[kind] = self.crashes.get(kind, 0) + 1
             raise DiskCrash(kind)
 

@@ -32,6 +32,8 @@ class Faults:
     #: chance that a node crashes just before a durable write (log save, snapshot file, log
     #: compaction, pruning the old snapshot file): the writes before it survive, it and later ones not
     crash_at_write: float = 0.002
+    #: the same for the snapshot's writes (file, compaction, pruning), which are far rarer
+    crash_at_snapshot_write: float = 0.05
     #: a crashed node restarts after between ``restart_min`` and ``restart_min + restart_spread`` ms
     #: (a quick restart lets it rejoin the very election or leadership it crashed in)
     restart_min: int = 50
@@ -54,6 +56,7 @@ class Faults:
             crash_after_commit=0.0,
             crash_after_vote=0.0,
             crash_at_write=0.0,
+            crash_at_snapshot_write=0.0,
             clock_skew=0.0,
         )
 
@@ -68,9 +71,17 @@ class Mutations:
     skip_vote_log_check: bool = False
     #: messages leave before the state they depend on is persisted
     send_before_persist: bool = False
+    #: a new snapshot file replaces the old one before the log store's compaction (one file, as
+    #: before 0.2): a crash between the two leaves a log store naming a file that is gone
+    snapshot_file_first: bool = False
     #: a core from :data:`garlicfarm.sim.mutants.CORE_MUTANTS` ("" = the real one)
     core: str = ""
 
     def any(self) -> bool:
-        flags = (self.commit_old_terms, self.skip_vote_log_check, self.send_before_persist)
+        flags = (
+            self.commit_old_terms,
+            self.skip_vote_log_check,
+            self.send_before_persist,
+            self.snapshot_file_first,
+        )
         return any(flags) or bool(self.core)

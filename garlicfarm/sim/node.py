@@ -10,13 +10,13 @@ import attrs
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Role
+from garlicfarm.sim.disk import CrashingLogStore, CrashingSnapshotStore, CrashPoints, DiskCrash
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
 from garlicfarm.sim.mutants import CORE_MUTANTS
-from garlicfarm.sim.disk import CrashingLogStore, CrashingSnapshotStore, CrashPoints, DiskCrash
-from garlicfarm.storage.interface import LogStore, StorageError
-from garlicfarm.storage.snapshots import MemorySnapshotStore, recover
+from garlicfarm.storage.interface import LogStore, SnapshotMeta, StorageError
 from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.storage.snapshots import MemorySnapshotStore, recover
 from garlicfarm.wire.codec import encode_entry
 from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
 from garlicfarm.wire.payloads import Configuration, LogEntry
@@ -198,10 +198,8 @@ class SimNode:
             self._dispatch(core, ready)
 
     def _persist(self, ready: Ready) -> None:
-        if ready.snapshot is not None:  # the driver's order: file, compaction, then the old file goes
-            self.snapshots.save(ready.snapshot.meta, ready.snapshot.data)
-            self.store.compact(ready.snapshot.meta)
-            self.snapshots.prune(ready.snapshot.meta)
+        if ready.snapshot is not None:
+            self._store_snapshot(ready.snapshot.meta, ready.snapshot.data)
         if ready.needs_persist():
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
 
@@ -241,7 +239,13 @@ class SimNode:
         data = self.machine.snapshot()
         meta = core.compact(core.applied, data)
         self._maybe_crash()  # between the snapshot in memory and on disk: nothing is lost but work
+        self._store_snapshot(meta, data)
+
+    def _store_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        """The driver's order: the new file, the log store's compaction, then the old file goes."""
         self.snapshots.save(meta, data)
+        if self.mutations.snapshot_file_first:
+            self.snapshots.prune(meta)
         self.store.compact(meta)
         self.snapshots.prune(meta)
 
