@@ -284,8 +284,22 @@ class SimNode:
                 if core.role is Role.LEADER and entry.term == core.term and config.ids() != entry.value.ids():
                     self._check_change_committed(core, index)
                 config = entry.value
+        self._check_configs_in_log(core)
         if ready.entries_from <= self.durable.last_index:  # a truncation: configurations roll back too
             self._check_config_in_force(core)
+
+    def _check_configs_in_log(self, core: RaftCore) -> None:
+        """Every configuration the core keeps past its snapshot is the entry at that index in its log
+        (one that a truncation removed must be gone with it)."""
+        for at, config in core._configs[1:]:
+            if not core.log.snapshot_index < at <= core.log.last_index or core.log.entry(at).value != config:
+                self.checker.fail(
+                    "configuration in force",
+                    f"node {self.id} keeps a configuration of index {at} ({sorted(config.ids())}) that "
+                    f"its log (snapshot {core.log.snapshot_index}, last {core.log.last_index}) does "
+                    "not hold",
+                )
+                return
 
     def _check_change_committed(self, core: RaftCore, index: int) -> None:
         """A leader changes membership only once the configuration before it is committed (§4.1)."""
@@ -342,6 +356,14 @@ class SimNode:
             self._seen_commit = core.commit
             term = core.log.term_at(core.commit)
             assert term is not None
+            if term != core.term:
+                # §5.4.2: a leader counts replicas only for an entry of its own term; earlier ones
+                # commit beneath it (their own leader may not have, and Figure 8 overwrites them)
+                self.checker.fail(
+                    "leader commit",
+                    f"leader {self.id} of term {core.term} committed index {core.commit}, an entry of "
+                    f"term {term}, by counting replicas",
+                )
             self.checker.durable_quorum(self.id, core.commit, term, core.voters(), self._peer_stores())
             if self.crash_after_commit and self.rng.random() < self.crash_after_commit:
                 self.crash()
