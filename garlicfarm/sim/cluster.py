@@ -116,6 +116,7 @@ class SimCluster:
                     restart_min=scale((2, faults.restart_min)),
                     restart_spread=scale((20, faults.restart_spread)),
                     long_delay=faults.long_delay * scale((1, 1, 4)),
+                    late_duplicate=faults.late_duplicate * scale((0, 1, 5, 20)),
                     duplicate=faults.duplicate * scale((0, 1, 5)),
                     # wider delay spreads reorder more; long delays deliver stale messages late
                     max_delay=faults.max_delay * scale((1, 1, 4)),
@@ -275,6 +276,8 @@ class SimCluster:
             if self.rng.random() < faults.long_delay_rate:
                 delay += self.rng.randrange(faults.long_delay)
             self._at(delay, "deliver", (src, dst, message, origin))
+        if faults.late_duplicate and self.rng.random() < faults.late_duplicate:
+            self._at(self.rng.randrange(faults.late_delay), "deliver", (src, dst, message, origin))
 
     def _on_deliver(self, payload: tuple[int | None, int, Message, Origin | None]) -> None:
         src, dst, message, origin = payload

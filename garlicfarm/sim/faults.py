@@ -17,6 +17,10 @@ class Faults:
     #: share of messages delayed much longer (up to ``long_delay`` ms)
     long_delay_rate: float = 0.01
     long_delay: int = 400
+    #: share of messages also delivered again much later (a stalled connection that delivers an old
+    #: answer after elections have moved on), up to ``late_delay`` ms after the first copy
+    late_duplicate: float = 0.01
+    late_delay: int = 2000
     #: mean ms between partition changes (symmetric splits, one-way cuts, heals); 0 = none
     partition_every: int = 700
     #: mean ms between crashes; a crashed node restarts from its durable state after a while
@@ -50,6 +54,7 @@ class Faults:
             max_delay=3,
             long_delay_rate=0.0,
             long_delay=0,
+            late_duplicate=0.0,
             partition_every=0,
             crash_every=0,
             crash_mid_ready=0.0,
