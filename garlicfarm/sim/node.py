@@ -128,6 +128,7 @@ class SimNode:
         elif self.mutations.skip_vote_log_check:
             cls = CORE_MUTANTS["skip_vote_log_check"][0]
         stored = self.store.load()
+        self.checker.vote_durable(self.id, stored.hard_state.term, stored.hard_state.voted_for)
         self.machine = DigestMachine(self.snapshot_bytes)
         try:
             # what the real service does at start: the snapshot file the log store names
@@ -216,10 +217,10 @@ class SimNode:
                     isinstance(message, RequestVoteResponse)
                     and message.accepted
                     and message.next_index != PRE_VOTE_MARKER
-                    and self.crash_after_vote
-                    and self.rng.random() < self.crash_after_vote
                 ):
-                    voted = True
+                    self.checker.voted(self.id, message.term, origin.node)
+                    if self.crash_after_vote and self.rng.random() < self.crash_after_vote:
+                        voted = True
             else:
                 self._on_reply(origin, reply.message)
         if voted:
