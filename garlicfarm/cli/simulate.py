@@ -35,7 +35,9 @@ def mutations_for(mutant: str | None, flags: Sequence[str] = ()) -> Mutations:
 def settings_from(args: argparse.Namespace) -> SimSettings:
     mutations = mutations_for(args.mutant, args.mutate)
     faults = Faults.none() if args.no_faults else Faults()
-    return SimSettings(nodes=args.nodes, duration_ms=args.duration, faults=faults, mutations=mutations)
+    return SimSettings(
+        nodes=args.nodes, duration_ms=args.duration, faults=faults, mutations=mutations, driver=args.driver
+    )
 
 
 def _replay_command(args: argparse.Namespace, seed: int) -> str:
@@ -45,6 +47,8 @@ def _replay_command(args: argparse.Namespace, seed: int) -> str:
         parts.append(f"--mutant {args.mutant}")
     if args.no_faults:
         parts.append("--no-faults")
+    if args.driver:
+        parts.append("--driver")
     return " ".join(parts)
 
 
@@ -127,6 +131,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--jobs", type=int, default=0, metavar="J", help="worker processes (default: one per CPU)"
     )
     sim.add_argument("--no-faults", action="store_true", help="a perfect network and no crashes")
+    sim.add_argument(
+        "--driver",
+        action="store_true",
+        help="run each server with the real RaftDriver (a task.Clock per node) instead of the "
+        "simulator's own Ready loop, so that the driver's persist-before-send order is checked",
+    )
     sim.add_argument(
         "--mutate",
         action="append",

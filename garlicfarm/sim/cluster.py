@@ -61,6 +61,9 @@ class SimSettings:
     #: membership requests per operator action, each to a leader and a few ms apart: overlapping
     #: changes, and retries of one change, are what the one-change-at-a-time rule must refuse
     membership_burst: int = 1
+    #: run each server with the real RaftDriver (garlicfarm/sim/driven.py) instead of the simulator's
+    #: own Ready loop
+    driver: bool = False
 
 
 @attrs.frozen
@@ -137,7 +140,12 @@ class SimCluster:
         self.nodes: dict[int, SimNode] = {}
         self.tick_period: dict[int, int] = {}
         for i in ids:
-            node = SimNode(
+            node_class = SimNode
+            if settings.driver:
+                from garlicfarm.sim.driven import DriverSimNode  # noqa: PLC0415 - imports Twisted
+
+                node_class = DriverSimNode
+            node = node_class(
                 i,
                 bootstrap if i in members else Configuration(0, 0, ()),
                 options,

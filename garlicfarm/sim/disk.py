@@ -35,11 +35,14 @@ class CrashPoints:
         #: (write kind -> crashes just before it), for the tests and the report
         self.crashes: dict[str, int] = {}
         self.writes = 0
+        #: crash at the next write whatever the rates (set by a "crash soon" fault)
+        self.force_next = False
 
     def before(self, kind: str) -> None:
         self.writes += 1
         rate = self.crash_rate if kind == "log save" else self.snapshot_crash_rate
-        if rate and self.rng.random() < rate:
+        if self.force_next or (rate and self.rng.random() < rate):
+            self.force_next = False
             self.crashes[kind] = self.crashes.get(kind, 0) + 1
             raise DiskCrash(kind)
 

@@ -148,6 +148,7 @@ class SimNode:
 
     def crash(self) -> None:
         """Lose everything not in the store: the core, pending replies, unsent messages."""
+        self.crash_points.force_next = False
         self.core = None
         self._handles = {}
         self._on_crash(self.id)
