@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TextIO
 
@@ -13,21 +14,41 @@ import attrs
 
 from garlicfarm.sim.cluster import RunResult, SimSettings, run_seed
 from garlicfarm.sim.faults import Faults, Mutations
+from garlicfarm.sim.mutants import CORE_MUTANTS
 
-MUTATIONS = [f.name for f in attrs.fields(Mutations)]
+MUTATIONS = [f.name for f in attrs.fields(Mutations) if f.type in (bool, "bool")]
+#: every deliberately broken node --mutant can run: the core mutants and the driver's order
+MUTANTS = sorted({*CORE_MUTANTS, *MUTATIONS})
+
+
+def mutations_for(mutant: str | None, flags: Sequence[str] = ()) -> Mutations:
+    """The Mutations that run ``mutant`` (a name in :data:`MUTANTS`) plus the --mutate ``flags``."""
+    chosen = dict.fromkeys(flags, True)
+    core = ""
+    if mutant in MUTATIONS:
+        chosen[mutant] = True
+    elif mutant:
+        core = mutant
+    return Mutations(**chosen, core=core)
 
 
 def settings_from(args: argparse.Namespace) -> SimSettings:
-    mutations = Mutations(**{name: True for name in args.mutate})
+    mutations = mutations_for(args.mutant, args.mutate)
     faults = Faults.none() if args.no_faults else Faults()
-    return SimSettings(nodes=args.nodes, duration_ms=args.duration, faults=faults, mutations=mutations)
+    return SimSettings(
+        nodes=args.nodes, duration_ms=args.duration, faults=faults, mutations=mutations, driver=args.driver
+    )
 
 
 def _replay_command(args: argparse.Namespace, seed: int) -> str:
     parts = ["garlicfarm simulate", f"--seed {seed}", f"--nodes {args.nodes}", f"--duration {args.duration}"]
     parts += [f"--mutate {m}" for m in args.mutate]
+    if args.mutant:
+        parts.append(f"--mutant {args.mutant}")
     if args.no_faults:
         parts.append("--no-faults")
+    if args.driver:
+        parts.append("--driver")
     return " ".join(parts)
 
 
@@ -111,10 +132,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sim.add_argument("--no-faults", action="store_true", help="a perfect network and no crashes")
     sim.add_argument(
+        "--driver",
+        action="store_true",
+        help="run each server with the real RaftDriver (a task.Clock per node) instead of the "
+        "simulator's own Ready loop, so that the driver's persist-before-send order is checked",
+    )
+    sim.add_argument(
         "--mutate",
         action="append",
         default=[],
         choices=MUTATIONS,
         help="break one rule on purpose, to see the simulator catch it (repeatable)",
+    )
+    sim.add_argument(
+        "--mutant",
+        choices=MUTANTS,
+        metavar="NAME",
+        help="run a deliberately broken node, to see the simulator catch it (docs/verification.md "
+        "lists them with the seeds each needs): " + ", ".join(MUTANTS),
     )
     sim.set_defaults(run=run_simulate)

@@ -414,7 +414,14 @@ class RaftCore:
                     self._reply(handle, m, accepted=False)
                     return False
                 if m.commit_index != PRE_VOTE_MARKER:
+                    # Adopt the term, but only a granted vote restarts the election timer (Raft
+                    # §5.2): a candidate whose log is behind would otherwise hold back, round after
+                    # round, the one server that could win (a livelock the simulator found with
+                    # plain votes, as with JRaft peers, and a faster-ticking stale server).
+                    elapsed = self._election_elapsed if self.role is Role.FOLLOWER else None
                     self._become_follower(m.term, None)
+                    if elapsed is not None:
+                        self._election_elapsed = elapsed
             else:
                 self._become_follower(m.term, m.source)
         elif m.term < self.term:
@@ -823,8 +830,12 @@ class RaftCore:
         while self._pending_clients and self._pending_clients[0][0] <= self.commit:
             index, term, handle, cls = heapq.heappop(self._pending_clients)
             known = self.log.term_at(index)
-            # None: covered by a snapshot that replaced our log, so the outcome is unknown here; the
-            # requester is answered "not accepted" (it may retry) rather than never
+            if known is None:
+                # Covered by a snapshot that replaced our log: whether our entry or another committed
+                # there is unknown here. "Not accepted" would say it did not commit (a client retries:
+                # a duplicate if it did; the simulator found it), so no answer: the requester's
+                # timeout reports the outcome as unknown (the driver's CommitTimeout).
+                continue
             committed = known == term
             self._pending_reply(handle, cls, accepted=committed, next_index=index + 1 if committed else 0)
 
@@ -1004,6 +1015,10 @@ class RaftCore:
         servers = (*self.config.servers, joining.server)
         index = self.log.last_index + 1
         joining.progress.become_probe()
+        # Catch-up answers name no snapshot or pack (a late "not needed" from an earlier transfer
+        # reads like a fresh one): good enough to decide it caught up, not to count it towards a
+        # commit. Its first AppendEntries answer proves its matchIndex.
+        joining.progress.match = 0
         self.progress[joining.server.id] = joining.progress
         self._append_local([LogEntry(self.term, Configuration(index, self.config_index, servers))])
         self._await_commit(index, joining.handle, AddServerResponse)
@@ -1095,9 +1110,16 @@ class RaftCore:
         pr.snapshot_expect = None
         pr.paused = False
         if m.accepted and m.next_index >= len(self._snapshot_data):
-            # Installed (or not needed): the follower's log now matches ours up to the snapshot.
-            pr.acknowledge(pr.snapshot_index)
-            pr.become_probe()
+            # Installed (or not needed). The answer names no snapshot: a late one from an earlier
+            # transfer of another snapshot of the same size reads the same (the simulator found a
+            # leader counting entries its follower never had). So a voter's matchIndex is not moved
+            # here: a probe at the snapshot's end confirms it (its answer proves the log position).
+            if joining is not None and pr is joining.progress:
+                pr.acknowledge(pr.snapshot_index)
+                pr.become_probe()
+            else:
+                pr.become_probe()
+                pr.next = max(pr.next, pr.snapshot_index + 1)
         else:
             pr.snapshot_offset = m.next_index
         if joining is not None and pr is joining.progress:
@@ -1164,7 +1186,7 @@ class RaftCore:
         self.applied = max(self.applied, meta.last_index)
         self._hard_dirty = True
         self._installed = InstalledSnapshot(meta, data)
-        self._resolve_clients()  # requests for entries the snapshot replaced: their fate is unknown here
+        self._resolve_clients()  # requests for entries the snapshot replaced: left to time out
 
     def _resolve_clients_upto(self, index: int) -> None:
         saved, self.commit = self.commit, max(self.commit, index)

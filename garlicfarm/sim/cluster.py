@@ -55,6 +55,15 @@ class SimSettings:
     #: client load, so that some runs replicate one entry at a time, crash constantly, or idle
     swarm: bool = True
     client_think_ms: int = 30
+    #: bytes in the state machine's snapshot, and per InstallSnapshot chunk (swarm draws both)
+    snapshot_bytes: int = 40
+    snapshot_chunk: int = 64 * 1024
+    #: membership requests per operator action, each to a leader and a few ms apart: overlapping
+    #: changes, and retries of one change, are what the one-change-at-a-time rule must refuse
+    membership_burst: int = 1
+    #: run each server with the real RaftDriver (garlicfarm/sim/driven.py) instead of the simulator's
+    #: own Ready loop
+    driver: bool = False
 
 
 @attrs.frozen
@@ -84,12 +93,17 @@ class SimCluster:
         self.faults_on = True
         options = settings.options
         if settings.swarm:
+            scale = self.rng.choice
+            snapshot_bytes = scale((40, 1000, 4000))
             options = attrs.evolve(
                 options,
                 max_entries_per_append=self.rng.choice((1, 2, 5, 200)),
                 max_inflight=self.rng.choice((1, 4, 32)),
+                # from one chunk per snapshot to about 60
+                snapshot_chunk=scale((64, 256, 1024, settings.snapshot_chunk)),
+                # plain Raft elections (as with JRaft peers) split votes far more often
+                pre_vote=scale((True, True, False)),
             )
-            scale = self.rng.choice
             faults = settings.faults
             settings = attrs.evolve(
                 settings,
@@ -97,13 +111,26 @@ class SimCluster:
                     faults,
                     drop=faults.drop * scale((0, 1, 5)),
                     partition_every=int(faults.partition_every * scale((0.2, 0.5, 1, 3))),
-                    crash_every=int(faults.crash_every * scale((0.2, 0.5, 1, 3))),
-                    crash_after_commit=faults.crash_after_commit * scale((0, 1, 10)),
+                    crash_every=int(faults.crash_every * scale((0.1, 0.2, 0.5, 1, 3))),
+                    crash_after_commit=faults.crash_after_commit * scale((0, 1, 10, 30)),
+                    crash_after_vote=faults.crash_after_vote * scale((0, 1, 10)),
+                    crash_at_write=faults.crash_at_write * scale((0, 1, 10)),
+                    crash_at_snapshot_write=faults.crash_at_snapshot_write * scale((0, 1, 4)),
+                    restart_min=scale((2, faults.restart_min)),
+                    restart_spread=scale((20, faults.restart_spread)),
+                    long_delay=faults.long_delay * scale((1, 1, 4)),
+                    late_duplicate=faults.late_duplicate * scale((0, 1, 5, 20)),
+                    duplicate=faults.duplicate * scale((0, 1, 5)),
+                    # wider delay spreads reorder more; long delays deliver stale messages late
+                    max_delay=faults.max_delay * scale((1, 1, 4)),
+                    long_delay_rate=faults.long_delay_rate * scale((0, 1, 5)),
                 ),
                 clients=scale((1, 2, settings.clients)),
                 client_think_ms=scale((1, settings.client_think_ms, 300)),
                 compact_every=scale((0, 5, 20, 100)),
                 membership_every=scale((0, settings.membership_every // 3, settings.membership_every)),
+                membership_burst=scale((1, 2, 3)),
+                snapshot_bytes=snapshot_bytes,
                 options=options,
             )
             self.settings = settings
@@ -113,7 +140,12 @@ class SimCluster:
         self.nodes: dict[int, SimNode] = {}
         self.tick_period: dict[int, int] = {}
         for i in ids:
-            node = SimNode(
+            node_class = SimNode
+            if settings.driver:
+                from garlicfarm.sim.driven import DriverSimNode  # noqa: PLC0415 - imports Twisted
+
+                node_class = DriverSimNode
+            node = node_class(
                 i,
                 bootstrap if i in members else Configuration(0, 0, ()),
                 options,
@@ -128,7 +160,11 @@ class SimCluster:
             )
             node.crash_mid_ready = settings.faults.crash_mid_ready
             node.crash_after_commit = settings.faults.crash_after_commit
+            node.crash_after_vote = settings.faults.crash_after_vote
+            node.crash_points.crash_rate = settings.faults.crash_at_write
+            node.crash_points.snapshot_crash_rate = settings.faults.crash_at_snapshot_write
             node.compact_every = settings.compact_every
+            node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
             skew = settings.faults.clock_skew
             self.tick_period[i] = max(1, round(settings.tick_ms * (1 + self.rng.uniform(-skew, skew))))
@@ -199,7 +235,8 @@ class SimCluster:
         self.faults_on = False
         self.blocked.clear()
         for node in self.nodes.values():
-            node.crash_mid_ready = node.crash_after_commit = 0.0
+            node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
+            node.crash_points.crash_rate = node.crash_points.snapshot_crash_rate = 0.0
             if not node.up:
                 node.start()
 
@@ -235,7 +272,7 @@ class SimCluster:
     # ------------------------------------------------------------------------------------------ network
 
     def _stores(self) -> dict[int, LogStore]:
-        return {i: n.store for i, n in self.nodes.items()}
+        return {i: n.durable for i, n in self.nodes.items()}
 
     def _send(self, src: int, dst: int, message: Message, origin: Origin | None) -> None:
         faults = self.settings.faults if self.faults_on else Faults.none()
@@ -247,6 +284,8 @@ class SimCluster:
             if self.rng.random() < faults.long_delay_rate:
                 delay += self.rng.randrange(faults.long_delay)
             self._at(delay, "deliver", (src, dst, message, origin))
+        if faults.late_duplicate and self.rng.random() < faults.late_duplicate:
+            self._at(self.rng.randrange(faults.late_delay), "deliver", (src, dst, message, origin))
 
     def _on_deliver(self, payload: tuple[int | None, int, Message, Origin | None]) -> None:
         src, dst, message, origin = payload
@@ -296,23 +335,29 @@ class SimCluster:
         leaders = self.leaders()
         if not leaders:
             return
-        leader = self.nodes[self.rng.choice(leaders)]
-        assert leader.core is not None
-        members = leader.core.voters()
-        outside = [i for i in self.nodes if i not in members]
-        origin = Origin(client=-1)
-        if outside and (len(members) <= 2 or self.rng.random() < 0.5):
-            new = self.rng.choice(outside)
-            add = AddServerRequest(entries=(LogEntry(0, ClusterServer(new, f"sim://{new}")),))
-            self._at(self.rng.randint(1, 10), "deliver", (None, leader.id, add, origin))
-        elif len(members) > 1:
-            gone = self.rng.choice(sorted(members))
-            remove = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(gone)),))
-            self._at(self.rng.randint(1, 10), "deliver", (None, leader.id, remove, origin))
+        delay = 0
+        for _ in range(self.settings.membership_burst):
+            leader = self.nodes[self.rng.choice(leaders)]
+            assert leader.core is not None
+            members = leader.core.voters()
+            outside = [i for i in self.nodes if i not in members]
+            origin = Origin(client=-1)
+            delay += self.rng.randint(1, 30)
+            request: AddServerRequest | RemoveServerRequest
+            if outside and (len(members) <= 2 or self.rng.random() < 0.5):
+                new = self.rng.choice(outside)
+                request = AddServerRequest(entries=(LogEntry(0, ClusterServer(new, f"sim://{new}")),))
+            elif len(members) > 1:
+                gone = self.rng.choice(sorted(members))
+                request = RemoveServerRequest(entries=(LogEntry(0, ClusterServer(gone)),))
+            else:
+                continue
+            self._at(delay, "deliver", (None, leader.id, request, origin))
 
     def _schedule_restart(self, node_id: int) -> None:
         if self.faults_on:
-            self._at(50 + self.rng.randrange(500), "restart", node_id)
+            faults = self.settings.faults
+            self._at(faults.restart_min + self.rng.randrange(faults.restart_spread), "restart", node_id)
 
     def _on_restart(self, node_id: int) -> None:
         node = self.nodes[node_id]

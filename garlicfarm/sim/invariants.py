@@ -7,7 +7,8 @@
 * state-machine safety: every node applies the same entry at an index;
 * monotonic commit: a node's commit index never goes back while it runs;
 * durable quorum: when a leader commits index i, a quorum of its configuration has i, with the same
-  term, in durable storage (this is what persist-before-send buys).
+  term, in durable storage (this is what persist-before-send buys);
+* durable votes: a server that granted a vote restarts with that term and vote (or a later term).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class InvariantChecker:
         self.violations: list[Violation] = []
         self.now = 0
         self._leaders: dict[int, int] = {}
+        #: node -> (latest term it granted a vote in, to whom)
+        self._votes: dict[int, tuple[int, int]] = {}
         #: (index, term) -> (entry key, term of index - 1)
         self._entries: dict[tuple[int, int], tuple[tuple[int, int, bytes], int | None]] = {}
         #: index -> key of the entry committed (applied) there
@@ -53,6 +56,20 @@ class InvariantChecker:
 
     def restarted(self, node: int) -> None:
         self._commit.pop(node, None)
+
+    def voted(self, node: int, term: int, candidate: int) -> None:
+        """``node`` sent a vote grant for ``candidate`` in ``term``."""
+        self._votes[node] = max(self._votes.get(node, (0, candidate)), (term, candidate))
+
+    def vote_durable(self, node: int, term: int, voted_for: int | None) -> None:
+        """``node`` restarts with durable ``term`` and ``voted_for``: no granted vote may be lost."""
+        granted = self._votes.get(node)
+        if granted is not None and (term < granted[0] or (term == granted[0] and voted_for != granted[1])):
+            self.fail(
+                "durable votes",
+                f"node {node} granted its vote in term {granted[0]} to {granted[1]} but restarts with "
+                f"term {term}, vote {voted_for}: it may vote twice in that term",
+            )
 
     def leader(self, node: int, term: int) -> None:
         other = self._leaders.setdefault(term, node)

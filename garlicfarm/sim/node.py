@@ -9,14 +9,16 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from garlicfarm.raft.core import RaftCore
-from garlicfarm.raft.types import RaftOptions, Ready, Role
+from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Role
+from garlicfarm.sim.disk import CrashingLogStore, CrashingSnapshotStore, CrashPoints, DiskCrash
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
-from garlicfarm.sim.mutants import NoLogCheckVoteCore, OldTermCommitCore
-from garlicfarm.storage.interface import LogStore, SnapshotMeta
+from garlicfarm.sim.mutants import CORE_MUTANTS
+from garlicfarm.storage.interface import LogStore, SnapshotMeta, StorageError
 from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.storage.snapshots import MemorySnapshotStore, recover
 from garlicfarm.wire.codec import encode_entry
-from garlicfarm.wire.messages import Message, Request, Response
+from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
 from garlicfarm.wire.payloads import Configuration, LogEntry
 
 
@@ -31,11 +33,13 @@ class Origin:
 
 class DigestMachine:
     """The simulated application: a running SHA-256 over applied entries. Its snapshot is
-    deterministic (same index, same bytes), as a real state machine's must be."""
+    deterministic (same index, same bytes), as a real state machine's must be, and ``size`` bytes
+    long (padding derived from the digest) so that a transfer takes many chunks."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = 40) -> None:
         self.index = 0
         self.digest = b"\x00" * 32
+        self.size = size
 
     def apply(self, index: int, entry: LogEntry) -> None:
         self.index = index
@@ -48,11 +52,14 @@ class DigestMachine:
         return None
 
     def snapshot(self) -> bytes:
-        return self.index.to_bytes(8, "big") + self.digest
+        head = self.index.to_bytes(8, "big") + self.digest
+        if self.size <= len(head):
+            return head
+        return head + hashlib.shake_256(head).digest(self.size - len(head))
 
     def restore(self, data: bytes) -> None:
         self.index = int.from_bytes(data[:8], "big")
-        self.digest = data[8:]
+        self.digest = data[8:40]
 
 
 class Crashed(Exception):
@@ -78,7 +85,11 @@ class SimNode:
         peer_stores: Callable[[], Mapping[int, LogStore]],
     ) -> None:
         self.id = server_id
-        self.store = MemoryLogStore()
+        #: the disk: what survives a crash (``durable``), written through crash points
+        self.durable = MemoryLogStore()
+        self.crash_points = CrashPoints(random.Random(rng.getrandbits(64)))
+        self.store = CrashingLogStore(self.durable, self.crash_points)
+        self.snapshots = CrashingSnapshotStore(MemorySnapshotStore(), self.crash_points)
         self.bootstrap = bootstrap
         self.options = options
         self.rng = rng
@@ -94,10 +105,13 @@ class SimNode:
         self._next_handle = 0
         self.crash_mid_ready = 0.0
         self.crash_after_commit = 0.0
+        self.crash_after_vote = 0.0
         #: take a snapshot and compact once this many entries are applied past the last one (0: never)
         self.compact_every = 0
-        #: the durable snapshot file, as the store's snapshot meta describes it
-        self.saved_snapshot: tuple[SnapshotMeta, bytes] | None = None
+        #: why the last start failed (the node stays down), or None
+        self.start_failure: str | None = None
+        #: bytes in the state machine's snapshot
+        self.snapshot_bytes = 40
         self.machine = DigestMachine()
         self.start()
 
@@ -107,16 +121,23 @@ class SimNode:
 
     def start(self) -> None:
         cls: type[RaftCore] = RaftCore
-        if self.mutations.commit_old_terms:
-            cls = OldTermCommitCore
+        if self.mutations.core:
+            cls = CORE_MUTANTS[self.mutations.core][0]
+        elif self.mutations.commit_old_terms:
+            cls = CORE_MUTANTS["commit_old_terms"][0]
         elif self.mutations.skip_vote_log_check:
-            cls = NoLogCheckVoteCore
+            cls = CORE_MUTANTS["skip_vote_log_check"][0]
         stored = self.store.load()
-        data = b""
-        self.machine = DigestMachine()
+        self.checker.vote_durable(self.id, stored.hard_state.term, stored.hard_state.voted_for)
+        self.machine = DigestMachine(self.snapshot_bytes)
+        try:
+            # what the real service does at start: the snapshot file the log store names
+            data = recover(stored.snapshot, self.snapshots.durable)
+        except StorageError as e:
+            self.start_failure = str(e)
+            self.checker.fail("restart", f"node {self.id} cannot start: {e}")
+            return
         if stored.snapshot is not None:
-            assert self.saved_snapshot is not None and self.saved_snapshot[0] == stored.snapshot
-            data = self.saved_snapshot[1]
             self.machine.restore(data)
             self.checker.restored(self.id, stored.snapshot.last_index, data)
         self.core = cls(self.id, stored, self.rng, self.bootstrap, self.options, data)
@@ -127,6 +148,7 @@ class SimNode:
 
     def crash(self) -> None:
         """Lose everything not in the store: the core, pending replies, unsent messages."""
+        self.crash_points.force_next = False
         self.core = None
         self._handles = {}
         self._on_crash(self.id)
@@ -154,7 +176,7 @@ class SimNode:
         try:
             while self.core is not None and self.core.has_ready():
                 self._handle_ready(self.core, self.core.ready())
-        except Crashed:
+        except (Crashed, DiskCrash):
             self.crash()
         if self.core is not None:
             self._observe(self.core)
@@ -179,20 +201,31 @@ class SimNode:
 
     def _persist(self, ready: Ready) -> None:
         if ready.snapshot is not None:
-            self.saved_snapshot = (ready.snapshot.meta, ready.snapshot.data)
-            self.store.compact(ready.snapshot.meta)
+            self._store_snapshot(ready.snapshot.meta, ready.snapshot.data)
         if ready.needs_persist():
             self.store.save(ready.hard_state, ready.entries_from, ready.entries)
 
     def _dispatch(self, core: RaftCore, ready: Ready) -> None:
+        voted = False
         for send in ready.sends:
             self._send(self.id, send.to, send.message, Origin(node=self.id))
         for reply in ready.replies:
             origin = self._handles.pop(reply.handle)
             if origin.node is not None:
                 self._send(self.id, origin.node, reply.message, None)
+                message = reply.message
+                if (
+                    isinstance(message, RequestVoteResponse)
+                    and message.accepted
+                    and message.next_index != PRE_VOTE_MARKER
+                ):
+                    self.checker.voted(self.id, message.term, origin.node)
+                    if self.crash_after_vote and self.rng.random() < self.crash_after_vote:
+                        voted = True
             else:
                 self._on_reply(origin, reply.message)
+        if voted:
+            raise Crashed  # right after a vote grant left
         if ready.snapshot is not None:
             self.machine.restore(ready.snapshot.data)
             self.checker.restored(self.id, ready.snapshot.meta.last_index, ready.snapshot.data)
@@ -208,8 +241,36 @@ class SimNode:
         data = self.machine.snapshot()
         meta = core.compact(core.applied, data)
         self._maybe_crash()  # between the snapshot in memory and on disk: nothing is lost but work
-        self.saved_snapshot = (meta, data)
+        self._store_snapshot(meta, data)
+
+    def _store_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        """The driver's order: the new file, the log store's compaction, then the old file goes."""
+        self.snapshots.save(meta, data)
+        if self.mutations.snapshot_file_first:
+            self.snapshots.prune(meta)
         self.store.compact(meta)
+        self.snapshots.prune(meta)
+
+    def _check_progress(self, core: RaftCore) -> None:
+        """What a leader believes a follower holds, it holds durably: a follower still in the leader's
+        term (durably) cannot have lost or replaced an entry it acknowledged in that term."""
+        stores = self._peer_stores()
+        for peer, pr in core.progress.items():
+            store = stores.get(peer)
+            if not isinstance(store, MemoryLogStore) or not pr.match or store.hard_state.term != core.term:
+                continue
+            term = core.log.term_at(pr.match)
+            snapshot = store.snapshot
+            if term is None or (snapshot is not None and snapshot.last_index >= pr.match):
+                continue
+            held = store.entries(pr.match, pr.match + 1)
+            if not held or held[0].term != term:
+                self.checker.fail(
+                    "leader progress",
+                    f"leader {self.id} (term {core.term}) has matchIndex {pr.match} for {peer}, which "
+                    f"holds {'nothing' if not held else f'term {held[0].term}'} there, not term {term}",
+                )
+                return
 
     def _check_entries(self, core: RaftCore, ready: Ready) -> None:
         if ready.entries_from is None:
@@ -222,7 +283,53 @@ class SimNode:
             prev_term = entry.term
             if isinstance(entry.value, Configuration):
                 self.checker.config_change(self.id, index, config, entry.value)
+                if core.role is Role.LEADER and entry.term == core.term and config.ids() != entry.value.ids():
+                    self._check_change_committed(core, index)
                 config = entry.value
+        self._check_configs_in_log(core)
+        if ready.entries_from <= self.durable.last_index:  # a truncation: configurations roll back too
+            self._check_config_in_force(core)
+
+    def _check_configs_in_log(self, core: RaftCore) -> None:
+        """Every configuration the core keeps past its snapshot is the entry at that index in its log
+        (one that a truncation removed must be gone with it)."""
+        for at, config in core._configs[1:]:
+            if not core.log.snapshot_index < at <= core.log.last_index or core.log.entry(at).value != config:
+                self.checker.fail(
+                    "configuration in force",
+                    f"node {self.id} keeps a configuration of index {at} ({sorted(config.ids())}) that "
+                    f"its log (snapshot {core.log.snapshot_index}, last {core.log.last_index}) does "
+                    "not hold",
+                )
+                return
+
+    def _check_change_committed(self, core: RaftCore, index: int) -> None:
+        """A leader changes membership only once the configuration before it is committed (§4.1)."""
+        before = max((at for at, _ in core._configs if at < index), default=0)
+        if before > core.commit:
+            self.checker.fail(
+                "configuration change",
+                f"leader {self.id} appended a membership change at {index} while the configuration at "
+                f"{before} is uncommitted (commit {core.commit})",
+            )
+
+    def _check_config_in_force(self, core: RaftCore) -> None:
+        """A server uses the latest configuration in its log, committed or not (dissertation §4.1)."""
+        expected = None
+        for index in range(core.log.last_index, core.log.snapshot_index, -1):
+            value = core.log.entry(index).value
+            if isinstance(value, Configuration):
+                expected = (index, value)
+                break
+        if expected is None:  # none after the snapshot: the snapshot's (or the bootstrap one)
+            expected = (core.log.snapshot_index, core._configs[0][1])
+        if (core.config_index, core.config) != expected:
+            self.checker.fail(
+                "configuration in force",
+                f"node {self.id} uses the configuration of index {core.config_index} "
+                f"({sorted(core.voters())}), its log's latest is at {expected[0]} "
+                f"({sorted(expected[1].ids())})",
+            )
 
     def _observe(self, core: RaftCore) -> None:
         self.checker.commit_index(self.id, core.commit)
@@ -232,6 +339,12 @@ class SimNode:
             self._leader_term = core.term
             self._seen_commit = core.commit
             self.checker.leader(self.id, core.term)
+            if self.id not in core.voters():
+                self.checker.fail(
+                    "leader membership",
+                    f"node {self.id} leads term {core.term} outside its configuration "
+                    f"{sorted(core.voters())}",
+                )
             self.checker.leader_log(
                 self.id,
                 (
@@ -240,10 +353,19 @@ class SimNode:
                     if i > core.log.snapshot_index
                 ),
             )
+        self._check_progress(core)
         if core.commit > self._seen_commit:
             self._seen_commit = core.commit
             term = core.log.term_at(core.commit)
             assert term is not None
+            if term != core.term:
+                # §5.4.2: a leader counts replicas only for an entry of its own term; earlier ones
+                # commit beneath it (their own leader may not have, and Figure 8 overwrites them)
+                self.checker.fail(
+                    "leader commit",
+                    f"leader {self.id} of term {core.term} committed index {core.commit}, an entry of "
+                    f"term {term}, by counting replicas",
+                )
             self.checker.durable_quorum(self.id, core.commit, term, core.voters(), self._peer_stores())
             if self.crash_after_commit and self.rng.random() < self.crash_after_commit:
                 self.crash()

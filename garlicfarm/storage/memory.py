@@ -24,6 +24,15 @@ class MemoryLogStore:
         self._entries: list[LogEntry] = []
 
     @property
+    def hard_state(self) -> HardState:
+        """The durable hard state (cheap, unlike :meth:`load`: for the simulator's checks)."""
+        return self._hard_state
+
+    @property
+    def snapshot(self) -> SnapshotMeta | None:
+        return self._snapshot
+
+    @property
     def first_index(self) -> int:
         return self._snapshot.last_index + 1 if self._snapshot is not None else 1
 

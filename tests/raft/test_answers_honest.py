@@ -3,7 +3,10 @@
 Regressions (issue 13): a retried membership change whose configuration entry was appended but not
 committed was answered accepted=1 (a new leader could then overwrite it); a duplicated, delayed
 InstallSnapshotResponse moved a follower's progress past its log; a client request whose entry a
-snapshot covered was never answered.
+snapshot covered was never answered. That answer was then "not accepted", which a client reads as
+"not committed" and retries: the simulator found the entry committed (a duplicate on retry). The
+outcome is unknown, so the core leaves it to the driver's deadline (CommitTimeout: "it may still
+commit").
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def test_a_retried_add_of_a_member_waits_for_its_configuration_to_commit() -> No
     assert handle is not None and c.client_replies[handle].accepted
 
 
-def test_a_deposed_leaders_request_that_a_snapshot_covers_is_answered() -> None:
+def test_a_deposed_leaders_request_that_a_snapshot_covers_is_not_refused() -> None:
     c = Cluster(3, PAPER)
     c.elect_and_settle(1)
     c.cut |= {(1, 2), (1, 3), (2, 1), (3, 1)}
@@ -117,5 +120,6 @@ def test_a_deposed_leaders_request_that_a_snapshot_covers_is_answered() -> None:
         c.tick(2)
         c.stabilize()
     assert c[1].log.snapshot_index >= 2  # node 1 took the snapshot that covers its pending entry
-    answer = c.client_replies.get(pending)
-    assert answer is not None and not answer.accepted
+    # Its entry may have committed (here it did not, but node 1 cannot tell): "not accepted" would be
+    # a lie half the time. No answer; the driver's deadline reports the outcome as unknown.
+    assert pending not in c.client_replies

@@ -1,0 +1,168 @@
+"""A simulated server run by the real :class:`RaftDriver` (``garlicfarm simulate --driver``).
+
+The plain :class:`SimNode` drains its core with its own copy of the driver's Ready loop; here the
+real driver does it, with a :class:`twisted.internet.task.Clock` per node as its reactor (advanced to
+the simulated time before each event), a transport that puts requests on the simulated network and
+fires their Deferreds when the answer comes back, and the simulated disk (crash points included).
+So the driver's own order (persist, advance, then send, reply, apply; snapshot file, compaction,
+prune) is what the invariants check.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.logger import Logger, LogPublisher
+from twisted.python.failure import Failure
+
+from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.raft.types import PRE_VOTE_MARKER, Ready
+from garlicfarm.sim.disk import DiskCrash
+from garlicfarm.sim.node import Origin, SimNode
+from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
+from garlicfarm.wire.payloads import LogEntry
+
+
+class _Transport:
+    def __init__(self, node: DriverSimNode) -> None:
+        self.node = node
+
+    def send(self, to: int, message: Request, endpoint: str | None = None) -> Deferred[Response]:
+        return self.node.send_request(to, message)
+
+
+class _CheckedDriver(RaftDriver):
+    """The real driver; the simulator looks at each Ready before the driver handles it."""
+
+    #: a crash at a durable write is logged by the driver as a failure: thousands per sweep
+    log = Logger(observer=LogPublisher())  # a publisher with no observers: discarded
+    sim: DriverSimNode
+
+    def _handle(self, ready: Ready) -> None:
+        self.sim._check_entries(self.core, ready)
+        if self.sim.mutations.send_before_persist:
+            # the mutant driver: messages and answers leave before the store's write
+            for send in ready.sends:
+                self.transport.send(send.to, send.message, send.endpoint).addCallbacks(
+                    self._on_response, self._on_send_failure, errbackArgs=(send.to,)
+                )
+            for reply in ready.replies:
+                pending = self._pending.pop(reply.handle, None)
+                if pending is not None:
+                    pending.callback(reply.message)
+            ready = attrs.evolve(ready, sends=(), replies=())
+        super()._handle(ready)
+        if ready.snapshot is not None:
+            self.sim.checker.restored(self.sim.id, ready.snapshot.meta.last_index, ready.snapshot.data)
+
+
+class DriverSimNode(SimNode):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.driver: _CheckedDriver | None = None
+        self.clock = Clock()
+        self._awaiting: dict[int, Deferred[Response]] = {}
+        self._request_ids = itertools.count(1)
+        super().__init__(*args, **kwargs)
+
+    def start(self) -> None:
+        super().start()
+        core = self.core
+        if core is None:
+            return
+        driver = _CheckedDriver(
+            core,
+            self.store,
+            self.clock,
+            _Transport(self),
+            tick_seconds=1e9,  # ticks come from the simulator's (skewed) tick events
+            on_apply=self._applied_by_driver,
+            submit_timeout=0.4,
+            state_machine=self.machine,
+            snapshots=self.snapshots,
+            snapshot_every=self.compact_every or 10**9,
+            # as the service runs it: a reactor turn's messages share one Ready, drained by a
+            # callLater(0) -- after the caller attached its callbacks to handle_request's Deferred
+            group_commit=True,
+        )
+        driver.sim = self
+        driver.on_failure.append(self._driver_failed)
+        self.driver = driver
+        driver.start()
+
+    def crash(self) -> None:
+        driver, self.driver = self.driver, None
+        if driver is not None and driver.running:
+            driver.stop()
+        self._awaiting = {}
+        super().crash()
+
+    def _driver_failed(self, failure: Failure) -> None:
+        if failure.check(DiskCrash):
+            self.crash()  # the simulated machine died just before a durable write
+        else:
+            self.checker.fail("driver stopped", f"node {self.id}: {failure.getErrorMessage()}")
+
+    def _catch_up_clock(self) -> None:
+        self.clock.advance(max(0.0, self.checker.now / 1000 - self.clock.seconds()))
+
+    def tick(self) -> None:
+        if self.driver is None:
+            return
+        self._catch_up_clock()
+        self.driver._tick()
+        self.clock.advance(0)
+        self._after()
+
+    def receive(self, message: Message, origin: Origin | None) -> None:
+        driver = self.driver
+        if driver is None:
+            return
+        self._catch_up_clock()
+        if isinstance(message, Request):
+            assert origin is not None
+            d = driver.handle_request(message)
+            d.addCallbacks(self._answer, lambda _f: None, callbackArgs=(origin,))
+            self.clock.advance(0)  # the end of this reactor turn: the driver drains the core
+        else:
+            waiting = None if origin is None or origin.op is None else self._awaiting.pop(origin.op, None)
+            if waiting is not None:
+                waiting.callback(message)
+                self.clock.advance(0)
+        self._after()
+
+    def _answer(self, response: Response, origin: Origin) -> None:
+        if self.driver is None:
+            return  # crashed before answering: the answer is lost with it
+        if origin.node is not None:
+            self._send(self.id, origin.node, response, Origin(node=origin.node, op=origin.op))
+            if (
+                isinstance(response, RequestVoteResponse)
+                and response.accepted
+                and response.next_index != PRE_VOTE_MARKER
+            ):
+                self.checker.voted(self.id, response.term, origin.node)
+                if self.crash_after_vote and self.rng.random() < self.crash_after_vote:
+                    self.crash_points.force_next = True  # the node dies at its next durable write
+        else:
+            self._on_reply(origin, response)
+
+    def send_request(self, to: int, message: Request) -> Deferred[Response]:
+        d: Deferred[Response] = Deferred()
+        request_id = next(self._request_ids)
+        self._awaiting[request_id] = d
+        self._send(self.id, to, message, Origin(node=self.id, op=request_id))
+        return d
+
+    def _applied_by_driver(self, index: int, entry: LogEntry) -> None:
+        if self.checker.applied(self.id, index, entry, self.machine.snapshot()):
+            self._on_apply(self.id, index, entry)
+
+    def _after(self) -> None:
+        core: RaftCore | None = self.core
+        if core is not None and self.driver is not None:
+            self._observe(core)

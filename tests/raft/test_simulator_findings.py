@@ -1,0 +1,60 @@
+"""Bugs the simulator found (issue 14), each pinned by a rule test.
+
+* A refused vote request restarted the follower's election timer: a candidate whose log is behind,
+  ticking faster, held back the one server that could win, round after round (plain votes).
+* A finished snapshot transfer moved a voter's matchIndex to the snapshot's end on an answer that
+  names no snapshot: a late answer from an earlier transfer read the same, and the leader counted
+  entries the follower never had.
+"""
+
+from __future__ import annotations
+
+from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
+from garlicfarm.raft.progress import ProgressState
+from garlicfarm.wire import InstallSnapshotResponse
+from tests.raft.harness import PAPER, Cluster, log_of, store_with, vote
+
+
+def test_a_refused_vote_request_does_not_restart_the_election_timer() -> None:
+    c = Cluster(3, PAPER, stores={1: store_with(log_of(1, 1, 1))})
+    follower = c[1]
+    c.tick(1, 5)
+    before = follower._election_elapsed
+    c.step(1, vote(3, 1, term=follower.term + 1, last_index=0, last_term=0))  # behind: refused
+    c.ready(1)
+    assert follower.term > 0 and follower.voted_for is None
+    assert follower._election_elapsed == before
+
+
+def test_a_granted_vote_restarts_it() -> None:
+    c = Cluster(3, PAPER)
+    follower = c[1]
+    c.tick(1, 5)
+    c.step(1, vote(3, 1, term=follower.term + 1, last_index=0, last_term=0))
+    c.ready(1)
+    assert follower.voted_for == 3
+    assert follower._election_elapsed == 0
+
+
+def test_a_finished_snapshot_transfer_does_not_set_match_without_a_probe() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    for n in range(5):
+        c.propose(1, f"e{n}".encode())
+        c.stabilize()
+    leader = c[1]
+    pr = leader.progress[2]
+    match_before = pr.match
+    leader.compact(leader.applied, b"state")
+    pr.become_snapshot(leader.log.snapshot_index)
+    pr.snapshot_expect = len(b"state")
+    pr.match = 0  # as if the follower had lost track: only a proven position may set it again
+    late = InstallSnapshotResponse(
+        source=2, destination=1, term=leader.term, next_index=SNAPSHOT_NOT_NEEDED, accepted=True
+    )
+    leader.step(late)
+    assert pr.state is ProgressState.PROBE
+    assert pr.match == 0, "an answer naming no snapshot moved matchIndex"
+    assert pr.next == leader.log.snapshot_index + 1
+    c.stabilize()  # the probe at the snapshot's end is answered: now it is proven
+    assert pr.match >= match_before
