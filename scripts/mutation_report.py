@@ -26,7 +26,6 @@ MUTANTS = ROOT / "mutants"
 EQUIVALENT = ROOT / "scripts" / "mutation-equivalent.txt"
 
 
-
 def equivalent() -> dict[str, str]:
     """Mutant name -> why it cannot be told apart from the original (one per line: NAME  # reason)."""
     out: dict[str, str] = {}
@@ -44,9 +43,7 @@ def results() -> dict[str, dict[str, str]]:
     for meta in sorted(MUTANTS.rglob("*.py.meta")):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
         module = str(meta.relative_to(MUTANTS)).removesuffix(".meta")
-        by_module[module] = {
-            name: status_by_exit_code[code] for name, code in codes.items()
-        }
+        by_module[module] = {name: status_by_exit_code[code] for name, code in codes.items()}
     return by_module
 
 
@@ -75,14 +72,15 @@ def diffs(module: str) -> dict[str, str]:
 
 
 def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
-    rows = ["| module | mutants | killed | timeout | equivalent | survived | no tests | score |", "|---" * 8 + "|"]
+    header = "| module | mutants | killed | timeout | equivalent | survived | no tests | score |"
+    rows = [header, "|---" * 8 + "|"]
     for module, verdicts in by_module.items():
         counts = Counter(verdicts.values())
         eq = sum(1 for name, v in verdicts.items() if v == "survived" and name in known)
         survived = counts["survived"] - eq
         caught = counts["killed"] + counts["timeout"]
         relevant = caught + survived + counts["no tests"]
-        score = f"{100 * caught / relevant:.1f} %" if relevant else "–"
+        score = f"{100 * caught / relevant:.1f} %" if relevant else "-"
         rows.append(
             f"| `{module}` | {len(verdicts)} | {counts['killed']} | {counts['timeout']} | {eq} | {survived} "
             f"| {counts['no tests']} | {score} |"
@@ -91,7 +89,9 @@ def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--survivors", nargs="?", const="*", metavar="PATTERN", help="list survivors (glob)")
     args = parser.parse_args()
     if not MUTANTS.exists():
@@ -105,9 +105,11 @@ def main() -> None:
         grouped: dict[str, list[str]] = defaultdict(list)
         changes = diffs(module)
         for name, verdict in sorted(verdicts.items()):
-            if verdict in ("survived", "no tests") and name not in known and fnmatch.fnmatch(name, args.survivors):
+            wanted = fnmatch.fnmatch(name, args.survivors)
+            if verdict in ("survived", "no tests") and name not in known and wanted:
                 function = re.sub(r"__mutmut_\d+$", "", name)
-                grouped[function].append(f"  {verdict:8} {name.rsplit('_', 1)[-1]:>4}  {changes.get(name, '?')}")
+                number = name.rsplit("_", 1)[-1]
+                grouped[function].append(f"  {verdict:8} {number:>4}  {changes.get(name, '?')}")
         for function, lines in grouped.items():
             print(function)
             print("\n".join(lines))
