@@ -16,9 +16,11 @@ import difflib
 import fnmatch
 import json
 import re
+import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import attrs
 from mutmut.stats import status_by_exit_code
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,43 +49,84 @@ def results() -> dict[str, dict[str, str]]:
     return by_module
 
 
-def diffs(module: str) -> dict[str, str]:
-    """Mutant name -> the changed line(s), original then mutant, from the mutated source."""
+LOG_METHODS = {"debug", "info", "warn", "error", "failure", "critical"}
+
+
+@attrs.frozen
+class Change:
+    """One mutant: its changed lines (original, then mutant) and whether they all lie inside a
+    ``log.<level>(...)`` call, i.e. the mutant changes only what a log line says."""
+
+    text: str
+    log_only: bool
+
+
+def _log_call_lines(body: str) -> set[int]:
+    """0-based lines of ``body`` (a function's body) that belong to a log call statement."""
+    try:
+        tree = ast.parse(textwrap.dedent(body))
+    except SyntaxError:
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in LOG_METHODS
+            and "log" in ast.unparse(node.func.value)
+        ):
+            lines.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    return lines
+
+
+def changes(module: str) -> dict[str, Change]:
+    """Mutant name -> what it changes, from the mutated source (mutmut keeps each mutant as a copy
+    of the function beside ``..._mutmut_orig``)."""
     source = (MUTANTS / module).read_text()
     lines = source.splitlines()
-    functions: dict[str, str] = {}
+    functions: dict[str, list[str]] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name:
-            functions[node.name] = "\n".join(lines[node.lineno : node.end_lineno])  # the body, not the name
+            functions[node.name] = lines[node.lineno : node.end_lineno]  # the body, not the def line
     dotted = module.removesuffix(".py").replace("/", ".")
-    out: dict[str, str] = {}
+    out: dict[str, Change] = {}
     for name, body in functions.items():
         base, _, number = name.rpartition("__mutmut_")
         if number == "orig":
             continue
-        original = functions.get(f"{base}__mutmut_orig", "")
-        changed = [
-            line.strip()
-            for line in difflib.unified_diff(original.splitlines(), body.splitlines(), lineterm="", n=0)
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))
-        ]
-        out[f"{dotted}.{name}"] = "  ⟶  ".join(changed)
+        original = functions.get(f"{base}__mutmut_orig", [])
+        logged = _log_call_lines("\n".join(original))
+        text: list[str] = []
+        touched: set[int] = set()
+        matcher = difflib.SequenceMatcher(a=original, b=body, autojunk=False)
+        for op, a0, a1, b0, b1 in matcher.get_opcodes():
+            if op != "equal":
+                touched.update(range(a0, a1))
+                text += [f"- {line.strip()}" for line in original[a0:a1]]
+                text += [f"+ {line.strip()}" for line in body[b0:b1]]
+        out[f"{dotted}.{name}"] = Change("  ⟶  ".join(text), bool(touched) and touched <= logged)
     return out
 
 
 def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
-    header = "| module | mutants | killed | timeout | equivalent | survived | no tests | score |"
-    rows = [header, "|---" * 8 + "|"]
+    header = (
+        "| module | mutants | killed | timeout | equivalent | log text only | survived | no tests "
+        "| score | score with log text |"
+    )
+    rows = [header, "|---" * 10 + "|"]
     for module, verdicts in by_module.items():
+        change = changes(module)
         counts = Counter(verdicts.values())
-        eq = sum(1 for name, v in verdicts.items() if v == "survived" and name in known)
-        survived = counts["survived"] - eq
+        left = [n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in known]
+        eq = sum(1 for n, v in verdicts.items() if v == "survived" and n in known)
+        log_only = sum(1 for n in left if n in change and change[n].log_only)
         caught = counts["killed"] + counts["timeout"]
-        relevant = caught + survived + counts["no tests"]
-        score = f"{100 * caught / relevant:.1f} %" if relevant else "-"
+        missed = len(left) - log_only
+        score = f"{100 * caught / (caught + missed):.1f} %" if caught + missed else "-"
+        broad = f"{100 * caught / (caught + len(left)):.1f} %" if caught + len(left) else "-"
         rows.append(
-            f"| `{module}` | {len(verdicts)} | {counts['killed']} | {counts['timeout']} | {eq} | {survived} "
-            f"| {counts['no tests']} | {score} |"
+            f"| `{module}` | {len(verdicts)} | {counts['killed']} | {counts['timeout']} | {eq} | {log_only} "
+            f"| {missed - counts['no tests']} | {counts['no tests']} | {score} | {broad} |"
         )
     return "\n".join(rows)
 
@@ -93,6 +136,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--survivors", nargs="?", const="*", metavar="PATTERN", help="list survivors (glob)")
+    parser.add_argument(
+        "--log-text", action="store_true", help="list survivors that change only log text too"
+    )
     args = parser.parse_args()
     if not MUTANTS.exists():
         raise SystemExit("no mutants/ here: run scripts/mutation.sh first")
@@ -103,13 +149,15 @@ def main() -> None:
         return
     for module, verdicts in by_module.items():
         grouped: dict[str, list[str]] = defaultdict(list)
-        changes = diffs(module)
+        change = changes(module)
         for name, verdict in sorted(verdicts.items()):
             wanted = fnmatch.fnmatch(name, args.survivors)
-            if verdict in ("survived", "no tests") and name not in known and wanted:
+            quiet = name in change and change[name].log_only and not args.log_text
+            if verdict in ("survived", "no tests") and name not in known and wanted and not quiet:
                 function = re.sub(r"__mutmut_\d+$", "", name)
                 number = name.rsplit("_", 1)[-1]
-                grouped[function].append(f"  {verdict:8} {number:>4}  {changes.get(name, '?')}")
+                text = change[name].text if name in change else "?"
+                grouped[function].append(f"  {verdict:8} {number:>4}  {text}")
         for function, lines in grouped.items():
             print(function)
             print("\n".join(lines))
