@@ -43,7 +43,7 @@ class Audit:
         def audited_handle(message: Request) -> Deferred[Response]:
             return handle(message).addCallback(self.response, driver, message)
 
-        driver.transport.send = audited_send  # type: ignore[method-assign]
+        driver.transport.send = audited_send  # type: ignore[method-assign,assignment]
         driver.handle_request = audited_handle  # type: ignore[method-assign,assignment]
 
     def check(self, ok: bool, what: str, message: Any) -> None:
