@@ -15,6 +15,10 @@ from garlicfarm.wire import (
     Configuration,
     InstallSnapshotRequest,
     InstallSnapshotResponse,
+    JoinClusterRequest,
+    JoinClusterResponse,
+    LeaveClusterRequest,
+    LeaveClusterResponse,
     LogEntry,
     RemoveServerRequest,
     RemoveServerResponse,
@@ -22,6 +26,7 @@ from garlicfarm.wire import (
     SnapshotSyncRequest,
 )
 from tests.raft.harness import (
+    GUARDED,
     PAPER,
     Cluster,
     append,
@@ -30,6 +35,7 @@ from tests.raft.harness import (
     entry,
     log_of,
     store_with,
+    vote,
 )
 
 
@@ -241,3 +247,113 @@ def test_truncation_rolls_back_a_configuration_it_removes() -> None:
     c.step(1, append(2, 1, 3, 1, 1, [entry(3)], commit=1))  # a new leader overwrites index 2
     assert c[1].voters() == {1, 2, 3}
     assert c[1].config_index == 0
+
+
+# ------------------------------------------------------------------------------------ votes
+
+
+def test_a_pre_vote_is_granted_only_for_a_later_term_and_an_up_to_date_log() -> None:
+    c = follower_with(1, 2, term=2)
+    core = c[1]
+    cases = {
+        "same term": vote(2, 1, 2, 2, 2, pre=True),
+        "stale log": vote(2, 1, 3, 1, 1, pre=True),
+        "good": vote(2, 1, 3, 2, 2, pre=True),
+    }
+    handles = {name: c.step(1, m) for name, m in cases.items()}
+    replies = {r.handle: r.message for r in c.ready(1).replies}
+    answers = {name: replies[h] for name, h in handles.items() if h is not None}
+    assert {name: a.accepted for name, a in answers.items()} == {
+        "same term": False,
+        "stale log": False,
+        "good": True,
+    }
+    assert answers["stale log"].term == 2  # a refusal carries our term, a grant the one asked about
+    assert answers["good"].term == 3
+    assert (core.term, core.voted_for) == (2, None)  # a pre-vote promises and persists nothing
+
+
+def test_a_refused_real_vote_leaves_the_election_timer_running_and_a_grant_restarts_it() -> None:
+    c = follower_with(1, 2, term=2)
+    core = c[1]
+    c.tick(1, 3)
+    c.step(1, vote(2, 1, 3, 1, 1))  # a later term but a stale log: term adopted, vote refused
+    assert core.term == 3 and core.voted_for is None
+    assert core._election_elapsed == 3
+    c.step(1, vote(3, 1, 3, 2, 2))
+    granted = c[1]
+    assert (granted.voted_for, granted._election_elapsed) == (3, 0)
+
+
+# ------------------------------------------------------------------------------------ check-quorum
+
+
+def test_a_leader_that_hears_from_less_than_a_majority_steps_down() -> None:
+    c = Cluster(5, GUARDED)
+    c.elect_and_settle(1)
+    c.isolate(1)
+    c.cut -= {(1, 2), (2, 1)}  # one follower still answers: 2 of 5 is not a majority
+    for _ in range(3 * GUARDED.election_ticks):
+        c.tick(1)
+        c.tick(2)
+        c.stabilize()
+        if not c[1].is_leader():
+            break
+    assert not c[1].is_leader()
+
+
+def test_a_leader_that_hears_from_a_majority_stays() -> None:
+    c = Cluster(5, GUARDED)
+    c.elect_and_settle(1)
+    c.cut |= {(1, 4), (4, 1), (1, 5), (5, 1)}  # 1, 2 and 3: a majority
+    for _ in range(3 * GUARDED.election_ticks):
+        c.tick(1)
+        c.stabilize()
+    assert c[1].is_leader()
+
+
+# ------------------------------------------------------------------------------------ joining, leaving
+
+
+def test_a_server_invited_to_join_follows_the_inviter_and_says_where_its_log_ends() -> None:
+    stored = store_with(log_of(1, 1), HardState(1, None, 0))
+    c = Cluster(3, PAPER, stores={1: stored})
+    core = c[1]
+    core.removed = True
+    c.tick(1, 4)
+    invitation = Configuration(9, 5, (*configuration(3).servers, ClusterServer(4, "sim://4")))
+    join = JoinClusterRequest(source=2, destination=1, term=3, entries=(LogEntry(3, invitation),))
+    handle = c.step(1, join)
+    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
+    assert isinstance(answer, JoinClusterResponse)
+    assert (answer.accepted, answer.next_index, answer.destination) == (True, 3, 2)
+    assert (core.role, core.leader_id, core.term, core.removed) == (Role.FOLLOWER, 2, 3, False)
+    assert core.join_config == invitation and core._election_elapsed == 0
+
+
+def test_a_server_told_to_leave_stops_following() -> None:
+    c = follower_with(1)
+    c.step(1, append(2, 1, 3, 1, 1))
+    assert c[1].leader_id == 2
+    leave = LeaveClusterRequest(source=2, destination=1, term=3)
+    handle = c.step(1, leave)
+    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
+    assert isinstance(answer, LeaveClusterResponse) and answer.accepted is True
+    gone = c[1]
+    assert (gone.removed, gone.leader_id) == (True, None)
+    c.tick(1, 4 * PAPER.election_ticks)
+    assert c[1].role is Role.FOLLOWER  # a removed server never campaigns
+
+
+def test_the_removed_server_is_told_to_leave_as_soon_as_its_removal_commits() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    ask(c, 1, remove(3))
+    rd = c.ready(1)
+    assert not any(isinstance(s.message, LeaveClusterRequest) for s in rd.sends)
+    c.deliver(lambda e: e.dst == 2)  # only server 2 gets the configuration: with the leader, a majority
+    c.flush()
+    c.deliver(lambda e: e.dst == 1 and e.src == 2)
+    rd = c.ready(1)
+    leaves = [s for s in rd.sends if isinstance(s.message, LeaveClusterRequest)]
+    assert [(s.to, s.endpoint) for s in leaves] == [(3, "sim://3")]
