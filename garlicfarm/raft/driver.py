@@ -225,9 +225,8 @@ class RaftDriver:
                 if not self.core.is_leader():
                     raise NotLeader(self.core.leader_id, self.core.leader_endpoint())
                 raise ChangeRefused(f"cannot {what}: refused by the leader (it did not catch up, or lost)")
-            self.log.info("{what}: done", what=what)
 
-        self.log.info("{what}: started", what=what)
+        # handle_request logs the change when asked and when decided (_log_change): one line each
         return self.handle_request(request).addCallback(done)
 
     def handle_request(self, request: Request) -> Deferred[Response]:
@@ -297,7 +296,7 @@ class RaftDriver:
             if isinstance(request, AddServerRequest)
             else f"remove server {getattr(server, 'id', '?')}"
         )
-        self.log.info("{what}: asked by a client", what=what)
+        self.log.info("{what}: asked", what=what)
 
         def ended(response: Response) -> Response:
             result = "done" if response.accepted else "refused (not the leader, busy, or it did not catch up)"

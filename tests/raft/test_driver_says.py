@@ -1,0 +1,110 @@
+"""What the driver tells its caller and the operator: who the leader is when a request went to a
+follower, and one log line per membership change, snapshot and refused snapshot (mutation testing
+found this text unchecked; operators and clients act on it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+import pytest
+from twisted.logger import ILogObserver, LogLevel, formatEvent, globalLogPublisher
+
+from garlicfarm.raft.driver import NotLeader
+from garlicfarm.wire import AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
+from tests.raft.farm import Farm, endpoint, outcome
+
+
+@contextmanager
+def driver_lines() -> Iterator[list[tuple[LogLevel, str]]]:
+    events: list[dict[str, Any]] = []
+    observer = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observer)
+    lines: list[tuple[LogLevel, str]] = []
+    try:
+        yield lines
+    finally:
+        globalLogPublisher.removeObserver(observer)
+        lines += [
+            (e["log_level"], formatEvent(e))
+            for e in events
+            if e.get("log_namespace", "").endswith("RaftDriver")
+        ]
+
+
+def test_a_follower_names_the_leader_and_its_endpoint() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    follower = next(d for d in farm.drivers.values() if d is not leader)
+    lid = leader.core.id
+    for d in (follower.submit(b"x"), follower.add_server(4, endpoint(4)), follower.remove_server(lid)):
+        with pytest.raises(NotLeader) as caught:
+            outcome(d)
+        assert (caught.value.leader_id, caught.value.endpoint) == (lid, endpoint(lid))
+        assert str(caught.value) == f"not the leader; the leader is server {lid} at {endpoint(lid)}"
+
+
+def test_no_known_leader_is_said_so() -> None:
+    error = NotLeader(None)
+    assert (error.leader_id, error.endpoint, str(error)) == (
+        None,
+        None,
+        "not the leader, and no leader is known",
+    )
+    assert str(NotLeader(2)) == "not the leader; the leader is server 2"
+
+
+def test_membership_changes_are_logged_when_asked_and_when_decided() -> None:
+    farm = Farm(3, spares=1)
+    leader = farm.wait_for_leader()
+    with driver_lines() as lines:
+        added = leader.add_server(4, endpoint(4))
+        farm.run(1.0)
+        outcome(added)
+        asked = leader.handle_request(RemoveServerRequest(entries=(LogEntry(0, ClusterServer(4)),)))
+        farm.run(1.0)
+        outcome(asked)
+        again = leader.handle_request(
+            AddServerRequest(entries=(LogEntry(0, ClusterServer(leader.core.id, "sim://moved")),))
+        )
+        farm.run(0.5)
+        outcome(again)
+    said = [text for level, text in lines if level is LogLevel.info]
+    assert said.count(f"add server 4 at {endpoint(4)}: asked") == 1
+    assert said.count(f"add server 4 at {endpoint(4)}: done") == 1
+    assert "remove server 4: asked" in said
+    assert "remove server 4: done" in said
+    assert f"add server {leader.core.id} at sim://moved: asked" in said
+    assert (
+        f"add server {leader.core.id} at sim://moved: refused (not the leader, busy, or it did not catch up)"
+        in said
+    )
+
+
+def test_snapshots_taken_installed_and_refused_are_logged() -> None:
+    farm = Farm(3, spares=1, snapshot_every=10)
+    with driver_lines() as lines:
+        farm.submit([b"v%d" % k for k in range(30)])
+        leader = farm.leader()
+        added = leader.add_server(4, endpoint(4))
+        farm.run(1.5)
+        outcome(added)
+    said = [text for _, text in lines]
+    taken = [t for t in said if t.startswith("snapshot taken at index ") and t.endswith("; log compacted")]
+    assert taken
+    index = farm.drivers[4].core.log.snapshot_index
+    assert f"installing a snapshot up to index {index} from the leader" in said
+
+
+def test_a_refused_snapshot_is_logged_with_the_leader_and_the_reason() -> None:
+    farm = Farm(3, spares=1, snapshot_every=10)
+    farm.machines[4].check_snapshot = lambda data: "not a snapshot of this farm"
+    with driver_lines() as lines:
+        farm.submit([b"v%d" % k for k in range(30)])
+        leader = farm.leader()
+        leader.add_server(4, endpoint(4))
+        farm.run(0.5)
+    warnings = [text for level, text in lines if level is LogLevel.warn]
+    assert f"refused a snapshot from server {leader.core.id}: not a snapshot of this farm" in warnings
+    assert farm.drivers[4].core.log.snapshot_index == 0
