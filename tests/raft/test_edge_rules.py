@@ -3,12 +3,16 @@ mutants of garlicfarm/raft/core.py that the rest of the suite let live. Hand-dri
 
 from __future__ import annotations
 
+import attrs
+
+from garlicfarm.raft import core as core_module
 from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
 from garlicfarm.raft.types import Role
 from garlicfarm.storage.interface import HardState
 from garlicfarm.wire import (
     AddServerRequest,
     AddServerResponse,
+    AppendEntriesRequest,
     AppendEntriesResponse,
     ClientRequest,
     ClusterServer,
@@ -23,7 +27,11 @@ from garlicfarm.wire import (
     RemoveServerRequest,
     RemoveServerResponse,
     Request,
+    RequestVoteRequest,
+    RequestVoteResponse,
     SnapshotSyncRequest,
+    SyncLogRequest,
+    SyncLogResponse,
 )
 from tests.raft.harness import (
     GUARDED,
@@ -357,3 +365,37 @@ def test_the_removed_server_is_told_to_leave_as_soon_as_its_removal_commits() ->
     rd = c.ready(1)
     leaves = [s for s in rd.sends if isinstance(s.message, LeaveClusterRequest)]
     assert [(s.to, s.endpoint) for s in leaves] == [(3, "sim://3")]
+
+
+# ------------------------------------------------------------------------------------ batching, answers
+
+
+def test_appends_are_cut_at_the_byte_budget_but_always_carry_one_entry() -> None:
+    per_entry = 13 + 40  # the estimate of an entry of 40 bytes of data
+    c = Cluster(3, attrs.evolve(PAPER, max_bytes_per_append=3 * per_entry))
+    c.elect_and_settle(1)
+    for k in range(7):
+        c.propose(1, b"%040d" % k)
+    sizes = [len(s.message.entries) for s in c.ready(1).sends if s.to == 2]
+    assert sizes == [3, 3, 1]  # exactly three fit
+    c.stabilize()
+    c.propose(1, b"x" * 500)  # larger than the budget on its own: sent alone, not never
+    sizes = [len(s.message.entries) for s in c.ready(1).sends if s.to == 2]
+    assert sizes == [1]
+
+
+def test_each_request_type_is_answered_with_its_own_response_type() -> None:
+    core_module._RESPONSE_FOR.clear()  # the table is built on first use: build it here, under test
+    expected = {
+        ClientRequest: AppendEntriesResponse,
+        AppendEntriesRequest: AppendEntriesResponse,
+        RequestVoteRequest: RequestVoteResponse,
+        AddServerRequest: AddServerResponse,
+        RemoveServerRequest: RemoveServerResponse,
+        JoinClusterRequest: JoinClusterResponse,
+        LeaveClusterRequest: LeaveClusterResponse,
+        InstallSnapshotRequest: InstallSnapshotResponse,
+        SyncLogRequest: SyncLogResponse,
+    }
+    for request, response in expected.items():
+        assert core_module._response_class(request()) is response, request
