@@ -24,6 +24,7 @@ from garlicfarm.wire import (
     LeaveClusterRequest,
     LeaveClusterResponse,
     LogEntry,
+    LogPack,
     RemoveServerRequest,
     RemoveServerResponse,
     Request,
@@ -399,3 +400,89 @@ def test_each_request_type_is_answered_with_its_own_response_type() -> None:
     }
     for request, response in expected.items():
         assert core_module._response_class(request()) is response, request
+
+
+# ------------------------------------------------------------------------------------ catching a joiner up
+
+
+TERM = 1  # the first election's
+
+
+def sync_answer(next_index: int, accepted: bool = True) -> SyncLogResponse:
+    return SyncLogResponse(source=4, destination=1, term=TERM, next_index=next_index, accepted=accepted)
+
+
+def join_answer(accepted: bool, source: int = 4) -> JoinClusterResponse:
+    return JoinClusterResponse(source=source, destination=1, term=TERM, next_index=1, accepted=accepted)
+
+
+def test_a_joiner_is_caught_up_pack_by_pack_from_index_1_and_joins_within_the_margin() -> None:
+    options = attrs.evolve(PAPER, sync_log_entries=4, catch_up_margin=2)
+    c = Cluster(3, options)
+    c.elect_and_settle(1)
+    for k in range(12):
+        c.propose(1, b"v%d" % k)
+    c.stabilize()
+    leader = c[1]
+    last = leader.log.last_index
+    assert leader.term == TERM and leader.commit == last
+    handle = ask(c, 1, add(4))
+    c.ready(1)
+    leader.step(join_answer(True))
+    sent_upto = 0
+    while True:
+        syncs = [s for s in c.ready(1).sends if isinstance(s.message, SyncLogRequest)]
+        assert len(syncs) == 1 and syncs[0].to == 4 and syncs[0].endpoint == "sim://4"
+        sync = syncs[0].message
+        pack = sync.entries[0].value
+        assert isinstance(pack, LogPack)
+        assert sync.last_log_index == sent_upto  # from 1, whatever the joiner said its log holds
+        assert (sync.commit_index, sync.term) == (leader.commit, TERM)
+        assert 1 <= len(pack.entries) <= 4
+        sent_upto += len(pack.entries)
+        # an answer to an older copy changes nothing: the latest pack is still on its way
+        leader.step(sync_answer(sent_upto))
+        assert not any(isinstance(s.message, SyncLogRequest) for s in c.ready(1).sends)
+        leader.step(sync_answer(sent_upto + 1))
+        if 4 in leader.voters():
+            break
+    # caught up within the margin (2 entries): the configuration with server 4 is appended
+    assert sent_upto >= last - 2
+    assert leader.config_index == leader.log.last_index and 4 in leader.voters()
+    assert handle not in c.client_replies  # answered once that configuration commits
+    assert leader.progress[4].match == 0  # proven by its first AppendEntries answer, not the packs
+
+
+def test_a_joiner_whose_log_contradicts_ours_from_index_1_is_given_up() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    leader = c[1]
+    handle = ask(c, 1, add(4))
+    c.ready(1)
+    leader.step(join_answer(True))
+    c.ready(1)
+    leader.step(sync_answer(0, accepted=False))
+    c.flush()
+    answer = c.client_replies[handle]
+    assert isinstance(answer, AddServerResponse) and answer.accepted is False
+    assert leader.change_refusal() is None and 4 not in leader.voters()
+
+
+def test_a_refused_invitation_ends_the_join_and_answers_the_operator() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    handle = ask(c, 1, add(4))
+    c.ready(1)
+    c[1].step(join_answer(False))
+    c.flush()
+    answer = c.client_replies[handle]
+    assert isinstance(answer, AddServerResponse) and answer.accepted is False
+
+
+def test_join_answers_from_another_server_are_ignored() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    ask(c, 1, add(4))
+    c.ready(1)
+    c[1].step(join_answer(False, source=2))
+    assert c[1].change_refusal() is not None  # still joining server 4
