@@ -13,15 +13,15 @@ from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.types import PRE_VOTE_MARKER
 from garlicfarm.wire import (
     AddServerRequest,
-    AppendEntriesRequest,
     ClientRequest,
+    InstallSnapshotRequest,
     JoinClusterRequest,
     LeaveClusterRequest,
     RemoveServerRequest,
     Request,
     RequestVoteRequest,
     Response,
-    SyncLogRequest,
+    SnapshotSyncRequest,
 )
 from tests.raft.farm import Farm, endpoint, outcome
 
@@ -61,8 +61,22 @@ class Audit:
                 (m.last_log_index, m.last_log_term) == (core.log.last_index, core.log.last_term), "log end", m
             )
             self.check(m.commit_index == core.commit, "commit", m)
-        if isinstance(m, AppendEntriesRequest | SyncLogRequest | JoinClusterRequest):
-            self.check(all(e.term >= 1 for e in m.entries), "entry terms", m)
+        if isinstance(m, InstallSnapshotRequest):
+            meta = core.snapshot_meta()
+            chunk = m.entries[0].value
+            assert meta is not None and isinstance(chunk, SnapshotSyncRequest)
+            self.check(
+                (m.last_log_index, m.last_log_term) == (meta.last_index, meta.last_term), "snapshot", m
+            )
+            self.check(
+                (chunk.last_log_index, chunk.last_log_term) == (meta.last_index, meta.last_term), "chunk", m
+            )
+            self.check(m.commit_index == core.commit, "commit", m)
+        if isinstance(m, JoinClusterRequest | SyncLogRequest | InstallSnapshotRequest):
+            # one wrapper entry (the invitation, the pack, the chunk) in the sender's term
+            self.check([e.term for e in m.entries] == [core.term], "wrapper entry term", m)
+        if isinstance(m, AppendEntriesRequest):
+            self.check(all(1 <= e.term <= core.term for e in m.entries), "entry terms", m)
         if core.config.endpoint_of(to) is None:
             self.check(where == endpoint(to), "endpoint of a server outside the configuration", m)
 
