@@ -13,6 +13,7 @@ from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.types import PRE_VOTE_MARKER
 from garlicfarm.wire import (
     AddServerRequest,
+    AppendEntriesRequest,
     ClientRequest,
     InstallSnapshotRequest,
     JoinClusterRequest,
@@ -22,6 +23,7 @@ from garlicfarm.wire import (
     RequestVoteRequest,
     Response,
     SnapshotSyncRequest,
+    SyncLogRequest,
 )
 from tests.raft.farm import Farm, endpoint, outcome
 
