@@ -3,12 +3,14 @@ mutants of garlicfarm/raft/core.py that the rest of the suite let live. Hand-dri
 
 from __future__ import annotations
 
+import random
+
 import attrs
 
 from garlicfarm.raft import core as core_module
-from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
+from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED, RaftCore
 from garlicfarm.raft.types import Role
-from garlicfarm.storage.interface import HardState
+from garlicfarm.storage.interface import HardState, SnapshotMeta, StoredState
 from garlicfarm.wire import (
     AddServerRequest,
     AddServerResponse,
@@ -486,3 +488,47 @@ def test_join_answers_from_another_server_are_ignored() -> None:
     c.ready(1)
     c[1].step(join_answer(False, source=2))
     assert c[1].change_refusal() is not None  # still joining server 4
+
+
+# ------------------------------------------------------------------------------------ what a follower skips
+
+
+def answer_to(c: Cluster, handle: int | None) -> AppendEntriesResponse:
+    rd = c.ready(1)
+    answer = next(r.message for r in rd.replies if r.handle == handle)
+    assert isinstance(answer, AppendEntriesResponse)
+    return answer
+
+
+def test_a_follower_skips_what_it_has_committed_and_appends_the_rest() -> None:
+    c = follower_with(1, 1, 1, 1)
+    c.step(1, append(2, 1, 3, 4, 1, commit=3))
+    c.ready(1)
+    assert c[1].commit == 3
+    entries = [*log_of(1, 1, 1, 1)[1:], entry(3, b"new")]  # indexes 2..5, from an older prev
+    handle = c.step(1, append(2, 1, 3, 1, 1, entries, commit=5))
+    answer = answer_to(c, handle)
+    assert (answer.accepted, answer.next_index) == (True, 6)
+    assert c[1].log.last_index == 5 and c[1].log.term_at(5) == 3 and c[1].commit == 5
+
+
+def test_an_append_entirely_below_a_snapshot_is_acknowledged_up_to_the_commit_index() -> None:
+    snapshot = SnapshotMeta(10, 2, configuration(3))
+    stored = StoredState(HardState(3, None, 10), snapshot, 11, ())
+    core = RaftCore(1, stored, random.Random(1), configuration(3), PAPER, b"state")
+    core.step(append(2, 1, 3, 2, 1, log_of(1, 1, 1)[:3], commit=5), handle=7)
+    (reply,) = core.ready().replies
+    assert isinstance(reply.message, AppendEntriesResponse)
+    assert (reply.message.accepted, reply.message.next_index) == (True, 11)
+
+
+def test_a_vote_request_of_our_own_term_does_not_unseat_the_leader() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    term = c[1].term
+    handle = c.step(1, vote(2, 1, term, 99, term))
+    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
+    assert answer.accepted is False
+    assert c[1].is_leader() and c[1].term == term
+    c.step(2, vote(3, 2, term, 99, term))  # nor a follower's idea of who leads
+    assert c[2].leader_id == 1 and c[2].voted_for == 1
