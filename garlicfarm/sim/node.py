@@ -257,7 +257,18 @@ class SimNode:
         stores = self._peer_stores()
         for peer, pr in core.progress.items():
             store = stores.get(peer)
-            if not isinstance(store, MemoryLogStore) or not pr.match or store.hard_state.term != core.term:
+            if not isinstance(store, MemoryLogStore) or not pr.match:
+                continue
+            if store.hard_state.term < core.term:
+                # A matchIndex is earned only by an answer of this term, which the follower sends after
+                # making the term durable: one that never reached this term acknowledged an older log.
+                self.checker.fail(
+                    "leader progress",
+                    f"leader {self.id} (term {core.term}) has matchIndex {pr.match} for {peer}, which "
+                    f"has never been in that term (its term is {store.hard_state.term})",
+                )
+                return
+            if store.hard_state.term != core.term:
                 continue
             term = core.log.term_at(pr.match)
             snapshot = store.snapshot
