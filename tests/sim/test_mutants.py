@@ -30,14 +30,26 @@ BOUNDS = {
 }
 #: the same mutant in the real driver (--driver): answers and messages leave before the store's write
 DRIVER_SEND_FIRST_BOUND = 30
+#: the core mutants run by the real driver (--driver): seeds within which a violation must show
+DRIVER_BOUNDS = {
+    "commit_old_terms": 30,
+    "keep_config_on_truncate": 30,
+    "old_snapshot": 60,
+    "overlapping_changes": 40,
+    "removed_campaigns": 30,
+    "skip_vote_log_check": 30,
+    "stale_append_response": 150,
+    "unchecked_chunk_offset": 40,
+    "vote_not_durable": 30,
+}
 
 
 def test_every_mutant_has_a_bound() -> None:
     assert sorted(BOUNDS) == MUTANTS
 
 
-def _first_violation(mutant: str, bound: int) -> int | None:
-    settings = SimSettings(nodes=3, mutations=mutations_for(mutant))
+def _first_violation(mutant: str, bound: int, driver: bool = False) -> int | None:
+    settings = SimSettings(nodes=3, mutations=mutations_for(mutant), driver=driver)
     for seed in range(bound):
         if not run_seed(seed, settings).ok:
             return seed
@@ -48,6 +60,12 @@ def _first_violation(mutant: str, bound: int) -> int | None:
 def test_the_simulator_catches(mutant: str, bound: int) -> None:
     seed = _first_violation(mutant, bound)
     assert seed is not None, f"{mutant}: no violation in {bound} seeds"
+
+
+@pytest.mark.parametrize(("mutant", "bound"), sorted(DRIVER_BOUNDS.items()))
+def test_the_simulator_catches_core_mutants_run_by_the_real_driver(mutant: str, bound: int) -> None:
+    seed = _first_violation(mutant, bound, driver=True)
+    assert seed is not None, f"{mutant} --driver: no violation in {bound} seeds"
 
 
 def test_cli_mutant_option(capsys: pytest.CaptureFixture[str]) -> None:
