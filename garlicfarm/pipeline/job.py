@@ -88,10 +88,15 @@ def _local_path(uri: str) -> Path:
 
 
 @contextlib.contextmanager
-def _stage(name: str) -> Iterator[None]:
+def _stage(spark: SparkSession, name: str) -> Iterator[None]:
+    """A named step: a log line when it starts and ends, and its name on its jobs in the Spark UI."""
     log.info("%s ...", name)
     started = time.monotonic()
-    yield
+    spark.sparkContext.setJobDescription(f"garlicfarm: {name}")
+    try:
+        yield
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     log.info("%s: done in %.1f s", name, time.monotonic() - started)
 
 
@@ -132,17 +137,23 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
         raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
     windows: DataFrame | None = None
     try:
-        with _stage("reading and checking the archive"):
+        with _stage(spark, "reading and checking the archive"):
             per_farm = parsed.groupBy("ok", "cluster").count().collect()
         counts = {ok: sum(int(r["count"]) for r in per_farm if r["ok"] is ok) for ok in (True, False)}
         farms = sum(1 for r in per_farm if r["ok"])
         log.info("%d valid status records, %d rejected lines", counts.get(True, 0), counts.get(False, 0))
-        with _stage("writing rejects"):
+        with _stage(spark, "writing rejects"):
             parsed.where(~F.col("ok")).select(
                 "partition", "file", "cluster", "index", "kind", "reason", "line"
             ).write.mode("overwrite").parquet(table_uri(out, "rejects"))
+        if not counts.get(True):
+            rejected = counts.get(False, 0)
+            what = (
+                f"all {rejected} lines rejected (see {table_uri(out, 'rejects')})" if rejected else "no lines"
+            )
+            raise PipelineError(f"no valid status records in {options.archive}: {what}")
         valid = parsed.where(F.col("ok"))
-        with _stage("replaying each farm's log (publisher timeline, Meta LS2 weights)"):
+        with _stage(spark, "replaying each farm's log (publisher timeline, Meta LS2 weights)"):
             windows = replay_farms(valid, options.window_ms, farms).persist(StorageLevel.MEMORY_AND_DISK)
             timeline_table(windows, options.window_ms).write.mode("overwrite").parquet(
                 table_uri(out, "publisher_timeline")
@@ -151,11 +162,11 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
                 table_uri(out, "destination_weights")
             )
         timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
-        with _stage("member health"):
+        with _stage(spark, "member health"):
             member_health(valid, timeline, options.interval_ms).write.mode("overwrite").parquet(
                 table_uri(out, "member_health")
             )
-        with _stage("report"):
+        with _stage(spark, "report"):
             data, summary = _collect(spark, options, counts, started)
             write_text(spark, table_uri(out, "report.html"), report.render(data))
     finally:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
+import importlib
 import logging
 import os
+import re
+import shutil
 import sys
+import tempfile
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+import garlicfarm
+from garlicfarm.pipeline.options import PipelineError
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +42,23 @@ def build_session(
     driver_memory: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A session for ``master``; without one, spark-submit's, or ``local[*]`` when run directly."""
+    """A session for ``master``; without one, spark-submit's, or ``local[*]`` when run directly.
+
+    On a cluster master (``spark://``, ``yarn``, ...) this process ships the garlicfarm package to the
+    executors itself and checks, with one task, that they can run the pipeline's code."""
     builder = SparkSession.builder.appName(app_name)
     launching = not under_spark_submit()
     local = master is None or master.startswith("local")
+    if launching:
+        require_java()
     if master is not None:
         builder = builder.master(master)
     elif launching:
         builder = builder.master("local[*]")
-    if launching and local and "PYSPARK_PYTHON" not in os.environ:
-        # Local workers must run this interpreter: it has garlicfarm and pandas (the PATH's python3
-        # may not). On a cluster the executors' Python is the cluster's business (docs/pipeline.md).
+    if launching and "PYSPARK_PYTHON" not in os.environ:
+        # Workers run this interpreter unless told otherwise: it has pandas and pyarrow (the PATH's
+        # python3 may not). A cluster on other machines needs the same path there, or PYSPARK_PYTHON
+        # naming the executors' own (docs/pipeline.md).
         os.environ["PYSPARK_PYTHON"] = sys.executable
     if launching and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
@@ -58,4 +74,73 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
+    if launching and not local:
+        try:
+            ship_package(spark)
+            probe_executors(spark)
+        except PipelineError:
+            spark.stop()
+            raise
     return spark
+
+
+def require_java() -> None:
+    """Spark's JVM: a one-line error instead of PySpark's gateway traceback."""
+    home = os.environ.get("JAVA_HOME")
+    if (home and Path(home, "bin", "java").is_file()) or (not home and shutil.which("java")):
+        return
+    where = f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH and no JAVA_HOME"
+    raise PipelineError(f"Spark needs Java 17 or later ({where}): install openjdk-17-jre-headless")
+
+
+def package_zip(directory: Path) -> Path:
+    """The garlicfarm package as a zip for the executors' sys.path (what --py-files is under
+    spark-submit), from the code this process runs."""
+    root = Path(garlicfarm.__file__).parent
+    target = directory / "garlicfarm.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                archive.write(path, Path("garlicfarm") / path.relative_to(root))
+    return target
+
+
+def ship_package(spark: SparkSession) -> None:
+    directory = Path(tempfile.mkdtemp(prefix="garlicfarm-pyfiles-"))
+    atexit.register(shutil.rmtree, directory, True)  # Spark serves the file while the job runs
+    spark.sparkContext.addPyFile(str(package_zip(directory)))
+
+
+#: what the pipeline's Python tasks import on the executors
+EXECUTOR_MODULES = ("attrs", "pandas", "pyarrow", "garlicfarm.pipeline.records", "garlicfarm.pipeline.replay")
+
+
+def _probe(_: object) -> str:
+    """Runs on an executor."""
+    for name in EXECUTOR_MODULES:
+        importlib.import_module(name)
+    return sys.executable
+
+
+def probe_executors(spark: SparkSession) -> None:
+    """One task that imports the pipeline's code: fail fast, in one line, if the executors cannot."""
+    context = spark.sparkContext
+    context.setJobDescription("garlicfarm: can the executors run the pipeline's Python code?")
+    try:
+        pythons = context.parallelize([0], 1).map(_probe).collect()
+    except Exception as e:  # a Py4JJavaError whose text holds the executor's Python traceback
+        raise PipelineError(f"the executors cannot run the pipeline: {executor_error(str(e))}") from None
+    finally:
+        context.setJobDescription(None)  # type: ignore[arg-type]
+    log.info("executors run the pipeline with %s", pythons[0])
+
+
+def executor_error(text: str) -> str:
+    """The exception an executor's Python task ended with, out of Spark's report of the failure."""
+    found = re.findall(r"^(\w+(?:Error|Exception): .*)$", text, re.MULTILINE)
+    if found:
+        python = os.environ.get("PYSPARK_PYTHON", "python3")
+        return (
+            f"{found[-1]} (their Python: {python}; set PYSPARK_PYTHON to one that has attrs, pandas, pyarrow)"
+        )
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"
