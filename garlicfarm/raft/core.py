@@ -209,6 +209,18 @@ class RaftCore:
             endpoint = self.join_config.endpoint_of(self.leader_id)
         return endpoint
 
+    def electable(self) -> bool:
+        """Whether this server may campaign: it is in its configuration, or only a configuration not
+        yet committed leaves it out. Then it may be the one server whose log can win (a leader that
+        removed itself and lost its majority before that configuration committed: the simulator found
+        a farm stuck so), and it leads without counting itself until the configuration commits, as a
+        leader outside C_new does (Raft dissertation §4.2.2)."""
+        if self.removed:
+            return False
+        if self.id in self.voters():
+            return True
+        return self.config_index > self.commit and self.id in self.config_at(self.config_index - 1).ids()
+
     def change_refusal(self) -> str | None:
         """Why a configuration change cannot start now, or None if it can."""
         if self.role is not Role.LEADER:
@@ -312,11 +324,7 @@ class RaftCore:
                 self._heartbeat_elapsed = 0
                 self._heartbeat()
             self._tick_joining()
-        elif (
-            self._election_elapsed >= self._randomized_timeout
-            and self.id in self.voters()
-            and not self.removed
-        ):
+        elif self._election_elapsed >= self._randomized_timeout and self.electable():
             self._campaign(pre=self.options.pre_vote)
 
     def step(self, message: Message, handle: int | None = None) -> None:

@@ -350,11 +350,11 @@ class SimNode:
             self._leader_term = core.term
             self._seen_commit = core.commit
             self.checker.leader(self.id, core.term)
-            if self.id not in core.voters():
+            if self.id not in core.voters() and not core.electable():
                 self.checker.fail(
                     "leader membership",
                     f"node {self.id} leads term {core.term} outside its configuration "
-                    f"{sorted(core.voters())}",
+                    f"{sorted(core.voters())}, which is committed or never held it",
                 )
             self.checker.leader_log(
                 self.id,

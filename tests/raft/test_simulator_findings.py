@@ -5,14 +5,46 @@
 * A finished snapshot transfer moved a voter's matchIndex to the snapshot's end on an answer that
   names no snapshot: a late answer from an earlier transfer read the same, and the leader counted
   entries the follower never had.
+* A leader that removed itself lost its majority (or crashed) before that removal committed: it
+  would not campaign, being outside its latest configuration, and the remaining member could not win
+  without it, its log being behind. The farm never committed again (seed 4691, 5 nodes).
 """
 
 from __future__ import annotations
 
 from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
 from garlicfarm.raft.progress import ProgressState
-from garlicfarm.wire import InstallSnapshotResponse
+from garlicfarm.wire import ClusterServer, InstallSnapshotResponse, LogEntry, RemoveServerRequest
 from tests.raft.harness import PAPER, Cluster, log_of, store_with, vote
+
+
+def remove(c: Cluster, leader: int, server: int) -> None:
+    c.step(leader, RemoveServerRequest(entries=(LogEntry(0, ClusterServer(server)),)))
+
+
+def test_a_leader_that_removed_itself_finishes_the_change_after_a_crash() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(3)
+    remove(c, 3, 2)
+    c.stabilize()
+    assert c[3].voters() == {1, 3} and c[3].commit == c[3].config_index
+    c.isolate(3)
+    remove(c, 3, 3)  # appended on server 3 only: its latest configuration is {1}, uncommitted
+    c.stabilize()
+    assert c[3].voters() == {1} and c[3].config_index > c[3].commit
+    assert c[1].voters() == {1, 3}
+    c.crash(3)
+    c.restart(3)
+    c.heal()
+    assert c[3].electable() and not c[1].log.last_index >= c[3].log.last_index
+    for _ in range(20 * PAPER.election_ticks):
+        for i in (1, 3):
+            c.tick(i)
+        c.stabilize()
+        if c[1].is_leader() and c[1].voters() == {1}:
+            break
+    assert c[1].is_leader() and c[1].voters() == {1} and c[1].commit == c[1].log.last_index
+    assert c[3].removed and not c[3].electable()
 
 
 def test_a_refused_vote_request_does_not_restart_the_election_timer() -> None:
