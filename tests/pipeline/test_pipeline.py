@@ -319,18 +319,18 @@ def test_report_is_a_page_with_charts(outputs: Path, archive: tuple[Path, SynthR
     assert f"{rejected:,} lines set aside" in html
 
 
-def test_an_archive_of_nothing_but_bad_lines_gives_empty_tables_not_a_failure(
+def test_an_archive_of_nothing_but_bad_lines_fails_after_setting_them_aside(
     spark: Any, tmp_path: Path
 ) -> None:
+    """Every hostile line is rejected with its reason (none crashes the job), and a job with no valid
+    record at all is a failure, not empty tables (issue 18: it exited 0)."""
     from garlicfarm.pipeline.job import run_pipeline
-    from garlicfarm.pipeline.options import PipelineOptions
+    from garlicfarm.pipeline.options import PipelineError, PipelineOptions
 
     (tmp_path / "archive" / DAY).mkdir(parents=True)
     (tmp_path / "archive" / DAY / "node-1.jsonl").write_bytes(b"\n".join(line for line, _ in HOSTILE) + b"\n")
     out = tmp_path / "out"
-    summary = run_pipeline(spark, PipelineOptions(archive=str(tmp_path / "archive"), out=str(out)))
-    assert (summary.records, summary.rejected, summary.farms) == (0, len(HOSTILE), 0)
+    with pytest.raises(PipelineError, match=f"all {len(HOSTILE)} lines rejected"):
+        run_pipeline(spark, PipelineOptions(archive=str(tmp_path / "archive"), out=str(out)))
     assert pq.read_table(out / "rejects").num_rows == len(HOSTILE)
-    for table in ("publisher_timeline", "destination_weights", "member_health"):
-        assert pq.read_table(out / table).num_rows == 0
-    assert "No valid status records" in (out / "report.html").read_text()
+    assert not (out / "publisher_timeline").exists()
