@@ -210,16 +210,16 @@ class RaftCore:
         return endpoint
 
     def electable(self) -> bool:
-        """Whether this server may campaign: it is in its configuration, or only a configuration not
-        yet committed leaves it out. Then it may be the one server whose log can win (a leader that
-        removed itself and lost its majority before that configuration committed: the simulator found
-        a farm stuck so), and it leads without counting itself until the configuration commits, as a
-        leader outside C_new does (Raft dissertation §4.2.2)."""
+        """Whether this server may campaign: it is in its configuration, or only configurations not
+        yet committed leave it out (a leader's term-start entry may repeat one). Then it may be the one
+        server whose log can win (a leader that removed itself and lost its majority before that
+        configuration committed: the simulator found a farm stuck so), and it leads without counting
+        itself until the configuration commits, as a leader outside C_new does (Raft dissertation
+        §4.2.2)."""
         if self.removed:
             return False
-        if self.id in self.voters():
-            return True
-        return self.config_index > self.commit and self.id in self.config_at(self.config_index - 1).ids()
+        # the configuration in force at the commit index: what is known to be decided
+        return self.id in self.voters() or self.id in self.config_at(self.commit).ids()
 
     def change_refusal(self) -> str | None:
         """Why a configuration change cannot start now, or None if it can."""
