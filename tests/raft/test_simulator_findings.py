@@ -12,9 +12,18 @@
 
 from __future__ import annotations
 
-from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED
+import random
+
+from garlicfarm.raft.core import SNAPSHOT_NOT_NEEDED, RaftCore
 from garlicfarm.raft.progress import ProgressState
-from garlicfarm.wire import ClusterServer, InstallSnapshotResponse, LogEntry, RemoveServerRequest
+from garlicfarm.storage.interface import HardState, StoredState
+from garlicfarm.wire import (
+    ClusterServer,
+    Configuration,
+    InstallSnapshotResponse,
+    LogEntry,
+    RemoveServerRequest,
+)
 from tests.raft.harness import PAPER, Cluster, log_of, store_with, vote
 
 
@@ -90,3 +99,18 @@ def test_a_finished_snapshot_transfer_does_not_set_match_without_a_probe() -> No
     assert pr.next == leader.log.snapshot_index + 1
     c.stabilize()  # the probe at the snapshot's end is answered: now it is proven
     assert pr.match >= match_before
+
+
+def test_a_server_left_out_only_by_uncommitted_configurations_is_electable() -> None:
+    """Seed 4948: the term-start entry of a leader outside its configuration repeats that configuration;
+    it is still uncommitted, so the server is still electable (what counts is the commit index)."""
+    servers = {i: ClusterServer(i, f"sim://{i}") for i in (1, 4, 5)}
+    three = Configuration(1, 0, (servers[1], servers[4], servers[5]))
+    two = Configuration(2, 1, (servers[1], servers[4]))
+    again = Configuration(3, 2, (servers[1], servers[4]))
+    entries = (LogEntry(1, three), LogEntry(1, two), LogEntry(2, again))
+    for commit, electable in ((1, True), (2, False), (3, False)):
+        stored = StoredState(HardState(2, None, commit), None, 1, entries)
+        core = RaftCore(5, stored, random.Random(5), None, PAPER)
+        assert core.voters() == {1, 4}
+        assert core.electable() is electable, commit
