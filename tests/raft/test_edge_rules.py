@@ -532,3 +532,49 @@ def test_a_vote_request_of_our_own_term_does_not_unseat_the_leader() -> None:
     assert c[1].is_leader() and c[1].term == term
     c.step(2, vote(3, 2, term, 99, term))  # nor a follower's idea of who leads
     assert c[2].leader_id == 1 and c[2].voted_for == 1
+
+
+# ------------------------------------------------------------------------------------ snapshot limits
+
+
+def chunk_answer(c: Cluster, handle: int | None) -> InstallSnapshotResponse:
+    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
+    assert isinstance(answer, InstallSnapshotResponse)
+    return answer
+
+
+def test_a_snapshot_exactly_at_the_commit_index_is_not_needed() -> None:
+    c = follower_with(1, 1, 1, 1)
+    c.step(1, append(2, 1, 3, 4, 1, commit=4))
+    c.ready(1)
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(4, 0, b"same", True)))
+    assert (answer.accepted, answer.next_index) == (True, SNAPSHOT_NOT_NEEDED)
+
+
+def test_a_snapshot_larger_than_the_limit_is_refused_and_forgotten() -> None:
+    c = Cluster(3, attrs.evolve(PAPER, max_snapshot_bytes=6), stores={1: store_with(log_of(1))})
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(9, 0, b"abc", False)))
+    assert (answer.accepted, answer.next_index) == (True, 3)
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(9, 3, b"def", False)))  # exactly the limit: fine
+    assert (answer.accepted, answer.next_index) == (True, 6)
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(9, 6, b"g", True)))  # one byte more: refused
+    assert (answer.accepted, answer.next_index) == (False, 0)
+    assert c[1]._incoming is None and c[1].log.snapshot_index == 0
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(9, 3, b"def", False)))  # it starts over from 0
+    assert (answer.accepted, answer.next_index) == (False, 0)
+
+
+def test_a_snapshot_the_state_machine_refuses_is_not_installed() -> None:
+    c = follower_with(1)
+    seen: list[bytes] = []
+
+    def check(data: bytes) -> str | None:
+        seen.append(data)
+        return "not this farm's"
+
+    c[1].snapshot_check = check
+    c.step(1, snapshot_chunk(9, 0, b"abc", False))
+    c.ready(1)
+    answer = chunk_answer(c, c.step(1, snapshot_chunk(9, 3, b"def", True)))
+    assert (answer.accepted, answer.next_index) == (False, 0)
+    assert seen == [b"abcdef"] and c[1]._incoming is None and c[1].log.snapshot_index == 0
