@@ -1235,7 +1235,6 @@ class RaftCore:
         accepted: bool,
         next_index: int = 0,
         term: int | None = None,
-        destination: int | None = None,
     ) -> None:
         cls = _response_class(request)
         self._replies.append(
@@ -1243,7 +1242,7 @@ class RaftCore:
                 handle,
                 cls(
                     source=self.id,
-                    destination=request.source if destination is None else destination,
+                    destination=request.source,
                     term=self.term if term is None else term,
                     next_index=next_index,
                     accepted=accepted,
