@@ -8,14 +8,17 @@ import pytest
 
 from garlicfarm.raft.types import Role
 from garlicfarm.wire import (
+    AddServerRequest,
     AddServerResponse,
     AppendEntriesRequest,
+    ClusterServer,
     LeaveClusterRequest,
     LeaveClusterResponse,
+    LogEntry,
     RequestVoteResponse,
 )
 from tests.raft.harness import PAPER, Cluster, append, sends_of, vote, vote_response
-from tests.raft.test_edge_rules import add, ask, follower_with
+from tests.raft.test_edge_rules import add, ask, follower_with, remove
 
 
 def test_a_candidate_that_steps_down_in_its_own_term_keeps_its_vote() -> None:
@@ -126,3 +129,29 @@ def test_appends_over_the_byte_budget_carry_one_entry_each() -> None:
         c.propose(1, b"%040d" % k)
     sizes = [len(s.entries) for s in sends_of(c.ready(1), AppendEntriesRequest) if s.destination == 2]
     assert sizes == [1, 1, 1]
+
+
+def test_a_refused_change_is_answered_with_the_leaders_term_and_no_index() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    handle = ask(c, 1, AddServerRequest(entries=(LogEntry(0, ClusterServer(2, "sim://elsewhere")),)))
+    c.flush()
+    answer = c.client_replies[handle]
+    assert isinstance(answer, AddServerResponse)
+    assert (answer.accepted, answer.next_index, answer.term, answer.destination) == (False, 0, c[1].term, 1)
+
+
+def test_a_leader_outside_its_configuration_counts_only_the_new_voters_for_check_quorum() -> None:
+    """Leader 1 removed itself; the configuration {2, 3} cannot commit while 3 is down. Hearing from 2
+    alone is not a majority of {2, 3}: within two election timeouts it steps down."""
+    options = attrs.evolve(PAPER, check_quorum=True)
+    c = Cluster(3, options)
+    c.elect_and_settle(1)
+    c.crash(3)
+    ask(c, 1, remove(1))
+    leader = c[1]
+    assert leader.voters() == {2, 3} and leader.is_leader()
+    for _ in range(2 * options.election_ticks):  # 3 was heard within the first window
+        c.tick(1)
+        c.stabilize()
+    assert not leader.is_leader()
