@@ -7,6 +7,7 @@ import attrs
 import pytest
 
 from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.progress import ProgressState
 from garlicfarm.raft.types import RaftOptions, Role
 from garlicfarm.storage.interface import HardState
 from garlicfarm.wire import (
@@ -25,6 +26,7 @@ from tests.raft.harness import (
     PAPER,
     Cluster,
     append,
+    append_response,
     client_request,
     entry,
     log_of,
@@ -355,3 +357,29 @@ def test_with_negotiated_pre_vote_a_candidate_not_known_to_pre_vote_gets_plain_r
     term = follower.term
     c.step(2, vote(3, 2, term + 1, 0, 0))  # 3's handshake said nothing yet; we hear from leader 1
     assert follower.term == term + 1  # its term adopted (JRaft's rules), not refused by the lease
+
+
+def test_a_follower_whose_hint_falls_in_the_compacted_log_gets_the_first_chunk_at_once() -> None:
+    c, leader = lagging(attrs.evolve(PAPER, snapshot_chunk=2), b"abcdef")
+    c.tick(1, PAPER.heartbeat_ticks)
+    c.ready(1)
+    c.drop()  # that chunk is lost; meanwhile 3 answers an old probe: its log ends at 0
+    leader.progress[3].become_probe()
+    leader.step(append_response(3, 1, leader.term, 1, accepted=False))
+    [chunk] = chunks_to(c, 3)
+    assert chunk.offset == 0
+
+
+def test_a_replicating_follower_is_probed_again_only_after_two_silent_heartbeats() -> None:
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    leader = c[1]
+    c.propose(1, b"x")
+    c.ready(1)
+    c.drop()  # in flight, never answered
+    assert leader.progress[2].state is ProgressState.REPLICATE
+    c.tick(1, PAPER.heartbeat_ticks)
+    c.ready(1)
+    assert leader.progress[2].state is ProgressState.REPLICATE
+    c.tick(1, PAPER.heartbeat_ticks)
+    assert leader.status()["progress"]["2"]["state"] == ProgressState.PROBE.value
