@@ -200,7 +200,7 @@ class RaftDriver:
         self.core.propose(data, handle)
         self._soon()
         result: Deferred[int] = reply.addCallback(self._committed_index)
-        timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle)
+        timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle, self.submit_timeout)
         return result.addBoth(_cancel_timer, timer)
 
     def add_server(self, server_id: int, endpoint: str) -> Deferred[None]:
@@ -248,9 +248,8 @@ class RaftDriver:
             return d  # answered at once (most peer requests)
         # Every request is answered or fails: nothing waits forever (a membership change may take
         # as long as a catch-up; the leader gives up on a join that stops making progress first).
-        timer = self.reactor.callLater(
-            self.change_timeout if change else self.submit_timeout, self._time_out, handle
-        )
+        timeout = self.change_timeout if change else self.submit_timeout
+        timer = self.reactor.callLater(timeout, self._time_out, handle, timeout)
         return d.addBoth(_cancel_timer, timer)
 
     def _check_snapshot(self, data: bytes) -> str | None:
@@ -325,10 +324,10 @@ class RaftDriver:
         endpoint = None if leader is None else self.core.config.endpoint_of(leader)
         raise NotLeader(leader, endpoint)
 
-    def _time_out(self, handle: int) -> None:
+    def _time_out(self, handle: int, seconds: float) -> None:
         d = self._pending.pop(handle, None)
         if d is not None:
-            d.errback(CommitTimeout(f"no commit decision within {self.submit_timeout}s; it may still commit"))
+            d.errback(CommitTimeout(f"no commit decision within {seconds:g}s; it may still commit"))
 
     def _tick(self) -> None:
         # The LoopingCall must never die: a failure here stops the node loudly instead.
