@@ -3,6 +3,7 @@ one-line diff, grouped by function, minus the ones scripts/mutation-equivalent.t
 
     python scripts/mutation_report.py            # the score table (Markdown, for docs/verification.md)
     python scripts/mutation_report.py --survivors [PATTERN]   # what is left to kill, with diffs
+    python scripts/mutation_report.py --names [PATTERN]       # their names, for mutmut to run again
 
 Reads mutmut's own files (``*.py.meta`` beside each mutated module) and the mutated sources, so it
 needs no second pass of ``mutmut show`` per mutant.
@@ -139,11 +140,25 @@ def main() -> None:
     parser.add_argument(
         "--log-text", action="store_true", help="list survivors that change only log text too"
     )
+    parser.add_argument(
+        "--names", nargs="?", const="*", metavar="PATTERN", help="print survivors' names (glob), one a line"
+    )
     args = parser.parse_args()
     if not MUTANTS.exists():
         raise SystemExit("no mutants/ here: run scripts/mutation.sh first")
     by_module = results()
     known = equivalent()
+    if args.names is not None:
+        # mutmut re-tests a surviving mutant only when its function changes: new tests need this
+        for verdicts in by_module.values():
+            for name, verdict in sorted(verdicts.items()):
+                if (
+                    verdict in ("survived", "no tests")
+                    and name not in known
+                    and fnmatch.fnmatch(name, args.names)
+                ):
+                    print(name)
+        return
     if args.survivors is None:
         print(table(by_module, known))
         return
