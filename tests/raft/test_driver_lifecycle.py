@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import attrs
 import pytest
 from twisted.internet.defer import CancelledError
 from twisted.internet.task import Clock
@@ -14,11 +15,12 @@ from twisted.logger import LogLevel
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import EntryRefused, NodeStopped, NotLeader, RaftDriver
+from garlicfarm.storage.interface import StorageError
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire import AppendEntriesResponse
 from garlicfarm.wire.types import NO_LEADER
 from tests.raft.farm import Machine, outcome
-from tests.raft.harness import append
+from tests.raft.harness import append, vote
 from tests.raft.test_driver_edges import ONE, OPTIONS, THREE, FailingTransport, Picky, driver_with
 from tests.raft.test_driver_says import driver_lines
 
@@ -116,9 +118,10 @@ def test_a_failure_before_anything_is_applied_is_the_cores() -> None:
         def ready() -> None:
             raise Boom("a bug")
 
+        driver.start()  # one pass that goes well first
         driver.core.has_ready = lambda: True  # type: ignore[method-assign]
         driver.core.ready = ready  # type: ignore[method-assign,assignment]
-        driver.start()
+        driver._process()
     assert failure_lines(lines) == ["the Raft core failed; stopping this node"]
 
 
@@ -178,3 +181,70 @@ def test_a_new_term_is_one_line_with_the_old_one() -> None:
         driver.handle_request(append(2, 1, 4, 0, 0))
     info = [text for level, text in lines if level is LogLevel.info and "started" not in text]
     assert info == ["follower in term 4; leader 2 (was follower in term 0)", "server 2 leads term 4"]
+
+
+class BrokenStore(MemoryLogStore):
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        raise StorageError("disk full")
+
+
+def test_a_storage_failure_stops_the_node_and_says_so() -> None:
+    store = BrokenStore()
+    core = RaftCore(1, store.load(), random.Random(1), ONE, OPTIONS)
+    clock = Clock()
+    driver = RaftDriver(core, store, clock, FailingTransport(CancelledError()), 0.01)
+    with driver_lines() as lines:
+        driver.start()
+        for _ in range(50):
+            clock.advance(0.01)
+    assert not driver.running
+    assert failure_lines(lines) == ["storage failed, so that it cannot act on lost state; stopping this node"]
+
+
+def test_start_says_which_node_in_which_term() -> None:
+    with driver_lines() as lines:
+        driver_with(FailingTransport(CancelledError()))
+    assert (LogLevel.info, "raft node 1 started in term 0") in lines
+
+
+def test_a_new_leader_says_so_without_naming_itself_as_the_leader() -> None:
+    with driver_lines() as lines:
+        clock, driver = driver_with(FailingTransport(CancelledError()), ONE)
+        for _ in range(50):
+            clock.advance(0.01)
+    assert driver.core.is_leader()
+    roles = [
+        text for level, text in lines if level is LogLevel.info and " in term " in text and "(was" in text
+    ]
+    assert roles[-1] == f"leader in term {driver.core.term} (was follower in term 0)"
+
+
+def test_a_follower_without_a_leader_says_so_plainly() -> None:
+    with driver_lines() as lines:
+        _clock, driver = driver_with(FailingTransport(CancelledError()))
+        driver.handle_request(vote(2, 1, 5, 0, 0))  # a later term, no leader known
+    roles = [text for level, text in lines if level is LogLevel.info and "(was" in text]
+    assert roles == ["follower in term 5 (was follower in term 0)"]
+
+
+def test_with_group_commit_a_drain_handles_two_readies_then_yields() -> None:
+    clock, driver = driver_with(FailingTransport(CancelledError()), ONE, group_commit=True)
+    for _ in range(50):
+        clock.advance(0.01)
+    assert driver.core.is_leader()
+    core = driver.core
+    core.options = attrs.evolve(core.options, max_apply_per_ready=1)
+    for k in range(5):  # a backlog: saved in one Ready, then applied one entry per Ready
+        core.propose(b"%d" % k, 1000 + k)
+    handled: list[int] = []
+    ready = core.ready
+
+    def counting() -> Any:
+        handled.append(1)
+        return ready()
+
+    core.ready = counting  # type: ignore[method-assign]
+    driver._process()
+    assert len(handled) == 2 and core.applied < core.commit  # the rest on later reactor turns
+    clock.advance(0)
+    assert len(handled) > 2 and core.applied == core.commit

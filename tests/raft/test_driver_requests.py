@@ -13,13 +13,13 @@ from twisted.internet.task import Clock
 from twisted.logger import LogLevel
 from twisted.python.failure import Failure
 
-from garlicfarm.raft.driver import CommitTimeout, NodeStopped, NotLeader, RaftDriver
+from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader, RaftDriver
 from garlicfarm.raft.types import Role
 from garlicfarm.storage.interface import SnapshotMeta
 from garlicfarm.storage.snapshots import MemorySnapshotStore
 from garlicfarm.wire import AppendEntriesResponse, ClientRequest, LogEntry
 from tests.raft.farm import Machine, outcome
-from tests.raft.harness import append, append_response, client_request, vote_response
+from tests.raft.harness import append, append_response, client_request, entry, vote_response
 from tests.raft.test_driver_edges import ONE, FailingTransport, Picky, driver_with
 from tests.raft.test_driver_says import driver_lines
 from tests.raft.test_edge_rules import snapshot_chunk
@@ -193,3 +193,27 @@ def test_a_failed_send_is_logged_with_why() -> None:
         text for level, text in lines if level is LogLevel.debug and text.startswith("request to server")
     ]
     assert debug and all(text.endswith("Connection was refused by other side: no route.") for text in debug)
+
+
+def test_a_change_overtaken_by_a_new_leader_names_that_leader() -> None:
+    _clock, driver = leader_of_three()
+    core = driver.core
+    before = core.log.last_index
+    change = driver.remove_server(3)
+    assert core.config_index == before + 1
+    # server 2 won a later term and overwrote the configuration entry: the change did not happen
+    driver.handle_request(
+        append(2, 1, core.term + 1, before, core.term, [entry(core.term + 1)], commit=before + 1)
+    )
+    with pytest.raises(NotLeader) as lost:
+        outcome(change)
+    assert (lost.value.leader_id, lost.value.endpoint) == (2, "tcp://127.0.0.1:9002")
+
+
+def test_a_refused_change_names_what_was_asked() -> None:
+    _clock, driver = leader_of_three()
+    driver.remove_server(3)  # pending: a second change must wait
+    with pytest.raises(
+        ChangeRefused, match=r"^cannot remove server 2: a configuration change is still being"
+    ):
+        outcome(driver.remove_server(2))

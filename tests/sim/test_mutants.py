@@ -38,7 +38,7 @@ DRIVER_BOUNDS = {
     "overlapping_changes": 40,
     "removed_campaigns": 30,
     "skip_vote_log_check": 30,
-    "stale_append_response": 150,
+    "stale_append_response": 600,
     "unchecked_chunk_offset": 40,
     "vote_not_durable": 30,
 }
