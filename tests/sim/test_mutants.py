@@ -24,7 +24,7 @@ BOUNDS = {
     "send_before_persist": 50,
     "skip_vote_log_check": 50,
     "snapshot_file_first": 50,
-    "stale_append_response": 100,
+    "stale_append_response": 300,
     "unchecked_chunk_offset": 100,
     "vote_not_durable": 50,
 }
@@ -39,7 +39,7 @@ DRIVER_BOUNDS = {
     "removed_campaigns": 30,
     "skip_vote_log_check": 30,
     "stale_append_response": 600,
-    "unchecked_chunk_offset": 40,
+    "unchecked_chunk_offset": 80,
     "vote_not_durable": 30,
 }
 
