@@ -16,6 +16,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready
@@ -57,6 +58,9 @@ FIGURE7_FOLLOWERS = {
 
 
 # ------------------------------------------------------------------------------------------ builders
+
+
+R = TypeVar("R", bound=Response)
 
 
 def configuration(n: int) -> Configuration:
@@ -409,6 +413,13 @@ def assert_state_machine_safety(c: Cluster) -> None:
             assert chosen.setdefault(index, e) == e, (
                 f"node {node} applied {e} at {index}, not {chosen[index]}"
             )
+
+
+def reply_of(c: Cluster, handle: int | None, cls: type[R], node: int = 1) -> R:
+    """The reply to ``handle`` in node ``node``'s next Ready, checked to be a ``cls``."""
+    answer = next(r.message for r in c.ready(node).replies if r.handle == handle)
+    assert isinstance(answer, cls), answer
+    return answer
 
 
 def sends_of(rd: Ready, kind: type[Request]) -> list[Request]:

@@ -45,6 +45,7 @@ from tests.raft.harness import (
     configuration,
     entry,
     log_of,
+    reply_of,
     store_with,
     vote,
 )
@@ -494,10 +495,7 @@ def test_join_answers_from_another_server_are_ignored() -> None:
 
 
 def answer_to(c: Cluster, handle: int | None) -> AppendEntriesResponse:
-    rd = c.ready(1)
-    answer = next(r.message for r in rd.replies if r.handle == handle)
-    assert isinstance(answer, AppendEntriesResponse)
-    return answer
+    return reply_of(c, handle, AppendEntriesResponse)
 
 
 def test_a_follower_skips_what_it_has_committed_and_appends_the_rest() -> None:
@@ -538,9 +536,7 @@ def test_a_vote_request_of_our_own_term_does_not_unseat_the_leader() -> None:
 
 
 def chunk_answer(c: Cluster, handle: int | None) -> InstallSnapshotResponse:
-    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
-    assert isinstance(answer, InstallSnapshotResponse)
-    return answer
+    return reply_of(c, handle, InstallSnapshotResponse)
 
 
 def test_a_snapshot_exactly_at_the_commit_index_is_not_needed() -> None:

@@ -248,6 +248,14 @@ def test_snapshot_answers_count_as_a_joiner_speaking() -> None:
 # ------------------------------------------------------------------------------------ the entries appended
 
 
+def assert_configuration_names(leader: RaftCore, before: int) -> None:
+    """The configuration in force is an entry that names its own index and the one it follows."""
+    index = leader.config_index
+    [appended] = leader.log.slice(index, index + 1)
+    assert isinstance(appended.value, Configuration)
+    assert (appended.value.log_index, appended.value.last_log_index) == (index, before)
+
+
 def test_the_configuration_adding_a_server_names_its_own_index_and_the_one_it_follows() -> None:
     c, leader, _ = joining(attrs.evolve(PAPER, catch_up_margin=0), entries=2)
     before = leader.config_index
@@ -255,10 +263,7 @@ def test_the_configuration_adding_a_server_names_its_own_index_and_the_one_it_fo
     c.ready(1)
     leader.step(sync_answer(leader.commit + 1))
     assert 4 in leader.voters()
-    index = leader.config_index
-    [appended] = leader.log.slice(index, index + 1)
-    assert isinstance(appended.value, Configuration)
-    assert (appended.value.log_index, appended.value.last_log_index) == (index, before)
+    assert_configuration_names(leader, before)
 
 
 def test_the_configuration_removing_a_server_names_its_own_index_and_the_one_it_follows() -> None:
@@ -267,11 +272,8 @@ def test_the_configuration_removing_a_server_names_its_own_index_and_the_one_it_
     leader = c[1]
     before = leader.config_index
     ask(c, 1, remove(3))
-    index = leader.config_index
-    assert index == leader.log.last_index and 3 not in leader.voters()
-    [appended] = leader.log.slice(index, index + 1)
-    assert isinstance(appended.value, Configuration)
-    assert (appended.value.log_index, appended.value.last_log_index) == (index, before)
+    assert leader.config_index == leader.log.last_index and 3 not in leader.voters()
+    assert_configuration_names(leader, before)
 
 
 def test_removing_a_server_that_is_not_a_member_appends_nothing_and_is_done() -> None:

@@ -30,6 +30,7 @@ from tests.raft.harness import (
     client_request,
     entry,
     log_of,
+    reply_of,
     sends_of,
     store_with,
     vote,
@@ -181,18 +182,12 @@ def sync(prev: int, entries: tuple[LogEntry, ...], commit: int) -> SyncLogReques
     )
 
 
-def sync_answer_of(c: Cluster, handle: int | None) -> SyncLogResponse:
-    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
-    assert isinstance(answer, SyncLogResponse)
-    return answer
-
-
 def test_a_pack_repeating_our_committed_entries_from_the_middle_is_accepted() -> None:
     c = follower_with(1, 1, 1, 1)
     c.step(1, append(2, 1, 3, 4, 1, commit=2))
     c.ready(1)
     same = tuple(c[1].log.slice(2, 5))  # entries 2..4: 2 committed, 3 and 4 not yet
-    answer = sync_answer_of(c, c.step(1, sync(1, same, commit=4)))
+    answer = reply_of(c, c.step(1, sync(1, same, commit=4)), SyncLogResponse)
     assert (answer.accepted, answer.next_index) == (True, 5) and c[1].commit == 4
 
 
@@ -201,7 +196,7 @@ def test_a_pack_contradicting_our_committed_entries_is_refused_and_status_says_w
     c.step(1, append(2, 1, 3, 3, 1, commit=3))
     c.ready(1)
     other = tuple(entry(2, b"another farm's") for _ in range(3))
-    answer = sync_answer_of(c, c.step(1, sync(0, other, commit=3)))
+    answer = reply_of(c, c.step(1, sync(0, other, commit=3)), SyncLogResponse)
     assert (answer.accepted, answer.next_index) == (False, 0)
     assert c[1].status()["join_refusal"] == (
         "this server's committed log differs from the leader's; wipe its data"
@@ -272,8 +267,7 @@ def test_a_second_snapshot_is_received_after_a_first_one_was_installed() -> None
 
 
 def chunk_answer_to(c: Cluster, handle: int | None) -> tuple[bool, int]:
-    answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
-    assert isinstance(answer, InstallSnapshotResponse)
+    answer = reply_of(c, handle, InstallSnapshotResponse)
     return answer.accepted, answer.next_index
 
 

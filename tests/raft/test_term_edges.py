@@ -18,7 +18,8 @@ from garlicfarm.wire import (
     RequestVoteResponse,
 )
 from tests.raft.harness import PAPER, Cluster, append, sends_of, vote, vote_response
-from tests.raft.test_edge_rules import add, ask, follower_with, remove
+from tests.raft.test_edge_rules import ask, follower_with, remove
+from tests.raft.test_join_edges import joining
 
 
 def test_a_candidate_that_steps_down_in_its_own_term_keeps_its_vote() -> None:
@@ -34,12 +35,7 @@ def test_a_candidate_that_steps_down_in_its_own_term_keeps_its_vote() -> None:
 
 
 def test_a_leader_stepping_down_during_a_join_answers_the_operator_at_once() -> None:
-    c = Cluster(3, PAPER)
-    c.elect_and_settle(1)
-    leader = c[1]
-    handle = ask(c, 1, add(4))
-    c.ready(1)
-    c.drop()
+    c, leader, handle = joining()
     leader.step(vote_response(2, 1, leader.term + 1, granted=False))  # a later term: step down
     c.flush()
     answer = c.client_replies[handle]
