@@ -28,6 +28,7 @@ from garlicfarm.handshake import (
     FEATURES_HEADER,
     OUR_FEATURES,
     PRE_VOTE,
+    TRANSFER,
     ClientConfig,
     NonceRegistry,
     ServerConfig,
@@ -192,6 +193,7 @@ class GarlicFarmService(MultiService):
 
     def _peer_features(self, peer_id: int, features: frozenset[str]) -> None:
         self.driver.set_pre_vote_support(peer_id, PRE_VOTE in features)
+        self.driver.set_transfer_support(peer_id, TRANSFER in features)
 
     def _server_endpoint(self) -> Any:
         if self.config.tls is not None:

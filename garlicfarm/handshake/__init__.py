@@ -41,6 +41,7 @@ from garlicfarm.handshake.features import (
     FEATURES_HEADER,
     OUR_FEATURES,
     PRE_VOTE,
+    TRANSFER,
     format_features,
     parse_features,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "OUR_FEATURES",
     "PRE_VOTE",
     "PROTOCOL_VERSION",
+    "TRANSFER",
     "Algorithm",
     "AuthHeaderSyntaxError",
     "Authenticated",

@@ -13,8 +13,11 @@ PRE_VOTE = "pre-vote"
 #: a leader answers a ClientRequest with accepted=1 only once the entry *committed* (JRaft answers
 #: once it has appended; a client that does not see this feature cannot call the index committed)
 COMMIT_ACK = "commit-ack"
+#: leadership transfer: RequestVoteRequests with commitIndex 2^64-3 (TimeoutNow) and 2^64-2 (a vote for
+#: the server a leader handed over to), see docs/raft.md
+TRANSFER = "transfer"
 #: what this implementation speaks
-OUR_FEATURES: tuple[str, ...] = (PRE_VOTE, COMMIT_ACK)
+OUR_FEATURES: tuple[str, ...] = (PRE_VOTE, COMMIT_ACK, TRANSFER)
 
 
 def parse_features(value: str | None) -> frozenset[str]:

@@ -15,9 +15,9 @@ from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 
-from garlicfarm.handshake import PRE_VOTE, ChallengeCache, ClientConfig
+from garlicfarm.handshake import PRE_VOTE, TRANSFER, ChallengeCache, ClientConfig
 from garlicfarm.net.connection import ClientConnection, ConnectionLimits, NotConnected, _failed
-from garlicfarm.raft.types import PRE_VOTE_MARKER
+from garlicfarm.raft.types import PRE_VOTE_MARKER, TIMEOUT_NOW_MARKER, TRANSFER_VOTE_MARKER
 from garlicfarm.wire import Request, RequestVoteRequest, Response
 
 EndpointFor = Callable[[str], IStreamClientEndpoint]
@@ -77,6 +77,8 @@ class PeerConnections:
             # JRaft would take it for a real vote and raise its term; the core learnt this when the
             # connection came up and asks this peer for real votes only from its next campaign.
             return _failed(NotConnected(f"server {to} does not speak pre-vote"))
+        if is_transfer(message) and TRANSFER not in peer.connection.features:
+            return _failed(NotConnected(f"server {to} does not speak leadership transfer"))
         return peer.connection.request(message)
 
     def connected(self) -> dict[int, bool]:
@@ -139,3 +141,11 @@ class PeerConnections:
 
 def is_pre_vote(message: Request) -> bool:
     return isinstance(message, RequestVoteRequest) and message.commit_index == PRE_VOTE_MARKER
+
+
+def is_transfer(message: Request) -> bool:
+    """TimeoutNow or a transfer vote: markers JRaft would read as a commit index."""
+    return isinstance(message, RequestVoteRequest) and message.commit_index in (
+        TIMEOUT_NOW_MARKER,
+        TRANSFER_VOTE_MARKER,
+    )

@@ -12,7 +12,9 @@ Rules this core keeps that JRaft does not (see docs/raft.md):
 * a follower commits up to min(leaderCommit, last entry this AppendEntries verified);
 * pre-vote (§9.6) and check-quorum (§6.2): a server that was cut off cannot depose a healthy leader
   (with peers that speak pre-vote; a JRaft peer gets plain Raft votes, see docs/raft.md);
-* a leader counts its own log only as far as it is durable.
+* a leader counts its own log only as far as it is durable;
+* leadership transfer (§3.10) with peers that negotiated it: the leader stops taking requests, brings
+  a voter up to date, then tells it to campaign at once (see :meth:`RaftCore.transfer_leadership`).
 
 Configuration changes take effect when their entry is appended (the Raft dissertation's rule).
 """
@@ -28,7 +30,17 @@ import attrs
 
 from garlicfarm.raft.log import RaftLog
 from garlicfarm.raft.progress import Progress, ProgressState
-from garlicfarm.raft.types import PRE_VOTE_MARKER, InstalledSnapshot, RaftOptions, Ready, Reply, Role, Send
+from garlicfarm.raft.types import (
+    PRE_VOTE_MARKER,
+    TIMEOUT_NOW_MARKER,
+    TRANSFER_VOTE_MARKER,
+    InstalledSnapshot,
+    RaftOptions,
+    Ready,
+    Reply,
+    Role,
+    Send,
+)
 from garlicfarm.storage.interface import HardState, SnapshotMeta, StoredState
 from garlicfarm.wire.codec import encode_value
 from garlicfarm.wire.messages import (
@@ -178,6 +190,12 @@ class RaftCore:
         self.join_refusal: str | None = None
         #: what the driver learnt from each peer's handshake: does it speak pre-vote?
         self._pre_vote_support: dict[int, bool] = {}
+        #: ... and does it take part in leadership transfer (TimeoutNow, transfer votes)?
+        self._transfer_support: dict[int, bool] = {}
+        #: the voter this leader is handing over to, and for how many ticks it has been trying
+        self.transfer_target: int | None = None
+        self._transfer_elapsed = 0
+        self._timeout_now_sent = False
         #: (snapshot index, log index, position): where that entry's record lies in the JRaft-style data
         #: file of our log (LogPack offsets), remembered so consecutive packs cost O(pack)
         self._data_position: tuple[int, int, int] | None = None
@@ -225,6 +243,8 @@ class RaftCore:
         """Why a configuration change cannot start now, or None if it can."""
         if self.role is not Role.LEADER:
             return "not the leader"
+        if self.transfer_target is not None:
+            return f"handing the leadership over to server {self.transfer_target}"
         if self._joining is not None:
             return f"server {self._joining.server.id} is still joining; one configuration change at a time"
         if self.config_index > self.commit:
@@ -290,6 +310,72 @@ class RaftCore:
         """The driver learnt from ``peer``'s handshake whether it speaks pre-vote (JRaft does not)."""
         self._pre_vote_support[peer] = supported
 
+    def set_transfer_support(self, peer: int, supported: bool) -> None:
+        """The driver learnt from ``peer``'s handshake whether it takes part in leadership transfer."""
+        self._transfer_support[peer] = supported
+
+    def _transfers_with(self, peer: int) -> bool:
+        """Whether ``peer`` understands TimeoutNow and transfer votes. Unknown peers are not sent them
+        when features are negotiated: JRaft would read a marker as a commit index."""
+        if not self.options.negotiated_pre_vote:
+            return True
+        return self._transfer_support.get(peer, False)
+
+    def transfer_leadership(self, target: int | None = None) -> int | None:
+        """Hand the leadership over (Raft dissertation §3.10): stop taking client requests and
+        configuration changes, bring ``target`` (default: the most caught-up voter that speaks the
+        transfer feature) up to date, then send it TimeoutNow so that it campaigns at once. Returns the
+        target, or None when no voter can take over. The transfer is abandoned (requests are taken
+        again) after an election timeout without a new leader."""
+        if self.role is not Role.LEADER:
+            return None
+        candidates = [
+            peer
+            for peer, pr in self.progress.items()
+            if peer in self.voters() and self._transfers_with(peer) and pr.state is not ProgressState.SNAPSHOT
+        ]
+        if target is not None:
+            candidates = [peer for peer in candidates if peer == target]
+        if not candidates:
+            return None
+        chosen = max(
+            candidates, key=lambda peer: (self.progress[peer].match, self.progress[peer].recent_active, -peer)
+        )
+        self.transfer_target = chosen
+        self._transfer_elapsed = 0
+        self._timeout_now_sent = False
+        self._maybe_timeout_now()
+        return chosen
+
+    def _maybe_timeout_now(self) -> None:
+        """Once the transfer target holds our whole log, tell it to campaign; until then, replicate."""
+        target = self.transfer_target
+        pr = None if target is None else self.progress.get(target)
+        if target is None or pr is None or self._timeout_now_sent:
+            return
+        if pr.match < self.log.last_index:
+            self._send_appends(target)
+            return
+        self._timeout_now_sent = True
+        self._sends.append(
+            Send(
+                target,
+                RequestVoteRequest(
+                    source=self.id,
+                    destination=target,
+                    term=self.term,
+                    last_log_term=self.log.last_term,
+                    last_log_index=self.log.last_index,
+                    commit_index=TIMEOUT_NOW_MARKER,
+                ),
+            )
+        )
+
+    def _end_transfer(self) -> None:
+        self.transfer_target = None
+        self._transfer_elapsed = 0
+        self._timeout_now_sent = False
+
     def _pre_votes_with(self, peer: int) -> bool:
         """Whether ``peer`` is asked for pre-votes. Unknown peers are asked: the request can only leave
         on a connection whose handshake has shown the peer's features, and the driver drops a pre-vote
@@ -323,6 +409,12 @@ class RaftCore:
             if self._heartbeat_elapsed >= self.options.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
                 self._heartbeat()
+                self._timeout_now_sent = False  # a lost TimeoutNow is sent again
+                self._maybe_timeout_now()
+            if self.transfer_target is not None:
+                self._transfer_elapsed += 1
+                if self._transfer_elapsed >= self.options.election_ticks:
+                    self._end_transfer()  # the target did not take over: lead on
             self._tick_joining()
         elif self._election_elapsed >= self._randomized_timeout and self.electable():
             self._campaign(pre=self.options.pre_vote)
@@ -417,7 +509,8 @@ class RaftCore:
         """Apply the term rules to a peer request; False if it was answered here already."""
         if m.term > self.term:
             if isinstance(m, RequestVoteRequest):
-                if self._in_lease() and self._lease_refuses(m.source):
+                transfer = m.commit_index == TRANSFER_VOTE_MARKER
+                if self._in_lease() and self._lease_refuses(m.source) and not transfer:
                     # We hear from a leader: a vote request cannot be legitimate yet (§4.2.3, §6.2).
                     self._reply(handle, m, accepted=False)
                     return False
@@ -457,6 +550,7 @@ class RaftCore:
         self.role = Role.FOLLOWER
         self.leader_id = leader
         self.progress = {}
+        self._end_transfer()
         self._votes = {}
         self._election_elapsed = 0
         self._randomized_timeout = self._random_timeout()
@@ -467,7 +561,8 @@ class RaftCore:
 
     # ------------------------------------------------------------------------------------------ elections
 
-    def _campaign(self, pre: bool) -> None:
+    def _campaign(self, pre: bool, transfer: bool = False) -> None:
+        self._end_transfer()
         self._election_elapsed = 0
         self._randomized_timeout = self._random_timeout()
         self.leader_id = None
@@ -503,10 +598,18 @@ class RaftCore:
                         term=term,
                         last_log_term=self.log.last_term,
                         last_log_index=self.log.last_index,
-                        commit_index=PRE_VOTE_MARKER if pre else self.commit,
+                        commit_index=self._vote_marker(peer, pre, transfer),
                     ),
                 )
             )
+
+    def _vote_marker(self, peer: int, pre: bool, transfer: bool) -> int:
+        """The commitIndex of a vote request: the pre-vote or transfer marker, or our commit index."""
+        if pre:
+            return PRE_VOTE_MARKER
+        if transfer and self._transfers_with(peer):
+            return TRANSFER_VOTE_MARKER
+        return self.commit
 
     def _tally(self) -> bool | None:
         """True if the votes so far win, False if they can no longer win, None while undecided."""
@@ -526,6 +629,9 @@ class RaftCore:
             self._become_leader()
 
     def _handle_vote(self, m: RequestVoteRequest, handle: int) -> None:
+        if m.commit_index == TIMEOUT_NOW_MARKER:
+            self._handle_timeout_now(m, handle)
+            return
         up_to_date = self.log.is_up_to_date(m.last_log_term, m.last_log_index)
         if m.commit_index == PRE_VOTE_MARKER:
             grant = m.term > self.term and up_to_date
@@ -541,8 +647,25 @@ class RaftCore:
                 self._hard_dirty = True
         self._reply(handle, m, accepted=grant)
 
+    def _handle_timeout_now(self, m: RequestVoteRequest, handle: int) -> None:
+        """Our leader hands over to us: campaign now, with a real vote that skips the lease. Only from
+        the leader of our term, and only if we hold its whole log (else a vote could not be won)."""
+        ok = (
+            self.role is Role.FOLLOWER
+            and m.source == self.leader_id
+            and m.term == self.term
+            and self.electable()
+            and self.log.last_index >= m.last_log_index
+            and self.log.term_at(m.last_log_index) == m.last_log_term
+        )
+        self._reply(handle, m, accepted=ok, next_index=TIMEOUT_NOW_MARKER)
+        if ok:
+            self._campaign(pre=False, transfer=True)
+
     def _on_vote_response(self, m: RequestVoteResponse) -> None:
         # A pre-vote grant must never count as a vote: it promised nothing and persisted nothing.
+        if m.next_index == TIMEOUT_NOW_MARKER:
+            return  # the answer to our TimeoutNow: the election it started will tell
         is_pre_vote = m.next_index == PRE_VOTE_MARKER
         if self.role is Role.CANDIDATE and is_pre_vote:
             return
@@ -562,6 +685,7 @@ class RaftCore:
     def _become_leader(self) -> None:
         self.role = Role.LEADER
         self.leader_id = self.id
+        self._end_transfer()
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         self._votes = {}
@@ -697,6 +821,8 @@ class RaftCore:
             pr.inflight.clear()
             pr.paused = False
         self._send_appends(m.source)
+        if m.source == self.transfer_target:
+            self._maybe_timeout_now()
 
     def _maybe_commit(self) -> None:
         voters = self.voters()
@@ -822,6 +948,10 @@ class RaftCore:
         if self.role is not Role.LEADER:
             self._client_reply(handle, accepted=False)
             return
+        if self.transfer_target is not None:
+            # Handing over: new entries would only delay it. The refusal names the next leader.
+            self._pending_reply(handle, AppendEntriesResponse, accepted=False, leader=self.transfer_target)
+            return
         if not m.entries:  # a probe: "are you the leader?"
             self._client_reply(handle, accepted=True, next_index=self.log.last_index + 1)
             return
@@ -850,14 +980,16 @@ class RaftCore:
     def _client_reply(self, handle: int, accepted: bool, next_index: int = 0) -> None:
         self._pending_reply(handle, AppendEntriesResponse, accepted, next_index)
 
-    def _pending_reply(self, handle: int, cls: type[Response], accepted: bool, next_index: int = 0) -> None:
+    def _pending_reply(
+        self, handle: int, cls: type[Response], accepted: bool, next_index: int = 0, leader: int | None = None
+    ) -> None:
         """Answer a client-style request; ``destination`` is the leader, as the proposal says."""
         self._replies.append(
             Reply(
                 handle,
                 cls(
                     source=self.id,
-                    destination=self._leader_or_none(),
+                    destination=self._leader_or_none() if leader is None else leader,
                     term=self.term,
                     next_index=next_index,
                     accepted=accepted,

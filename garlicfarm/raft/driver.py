@@ -148,6 +148,9 @@ class RaftDriver:
         #: called with the new leader's id (None: none known) when it changes
         self.on_leader_change: list[Callable[[int | None], None]] = []
         self._seen: tuple[str, int, int | None] = (core.role.value, core.term, core.leader_id)
+        #: callers of transfer_leadership waiting for the handover (or for it to be abandoned)
+        self._transfers: list[Deferred[int | None]] = []
+        self._handing_to: int | None = None
 
     # ------------------------------------------------------------------------------------------ life
 
@@ -168,6 +171,7 @@ class RaftDriver:
             self._ticker.stop()
         if self._drain is not None and self._drain.active():
             self._drain.cancel()
+        self._end_transfers(None)
         pending, self._pending = self._pending, {}
         for d in pending.values():
             d.errback(
@@ -212,6 +216,44 @@ class RaftDriver:
         """Remove a server (possibly this one); fires once the new configuration is committed."""
         entry = LogEntry(0, ClusterServer(server_id))
         return self._change(RemoveServerRequest(entries=(entry,)), f"remove server {server_id}")
+
+    def transfer_leadership(self, target: int | None = None) -> Deferred[int | None]:
+        """Hand this node's leadership to another voter without an election timeout in between
+        (Raft dissertation §3.10): for a restart, a shutdown, or an operator's request.
+
+        Fires with the server this node handed over to once it no longer leads (the new leader's id
+        once known, else the target's), or with None at once when
+        this node does not lead or no voter can take over (none speaks the ``transfer`` feature, e.g.
+        JRaft), or after an election timeout when the target did not take over (this node leads on).
+        """
+        if not self.running or not self.core.is_leader():
+            return succeed(None)
+        if self.core.transfer_target is None:
+            chosen = self.core.transfer_leadership(target)
+            if chosen is None:
+                self.log.info("no voter can take the leadership over now (it needs the transfer feature)")
+                return succeed(None)
+            self.log.info("handing the leadership over to server {target}", target=chosen)
+            self._handing_to = chosen
+        d: Deferred[int | None] = Deferred()
+        self._transfers.append(d)
+        self._process()
+        return d
+
+    def _check_transfer(self) -> None:
+        if not self._transfers:
+            return
+        core = self.core
+        if not core.is_leader():
+            self._end_transfers(core.leader_id if core.leader_id is not None else self._handing_to)
+        elif core.transfer_target is None:
+            self.log.warn("the leadership handover did not complete within an election timeout; leading on")
+            self._end_transfers(None)
+
+    def _end_transfers(self, result: int | None) -> None:
+        waiting, self._transfers = self._transfers, []
+        for d in waiting:
+            d.callback(result)
 
     def _change(self, request: Request, what: str) -> Deferred[None]:
         if not self.core.is_leader():
@@ -308,6 +350,10 @@ class RaftDriver:
         """What ``peer``'s handshake said about pre-vote (JRaft: nothing, so False)."""
         self.core.set_pre_vote_support(peer, supported)
 
+    def set_transfer_support(self, peer: int, supported: bool) -> None:
+        """What ``peer``'s handshake said about leadership transfer (JRaft: nothing, so False)."""
+        self.core.set_transfer_support(peer, supported)
+
     def status(self) -> dict[str, Any]:
         return self.core.status()
 
@@ -333,6 +379,7 @@ class RaftDriver:
         # The LoopingCall must never die: a failure here stops the node loudly instead.
         if self._guarded(self.core.tick):
             self._process()
+            self._check_transfer()
 
     def _on_response(self, response: Response) -> None:
         if self.running and self._guarded(self.core.step, response):
@@ -421,6 +468,7 @@ class RaftDriver:
         """One info line per change of role, term or leader (elections, step-downs, new leaders)."""
         core = self.core
         seen = (core.role.value, core.term, core.leader_id)
+        self._check_transfer()
         if seen == self._seen:
             return
         (role, term, leader), self._seen = self._seen, seen

@@ -7,7 +7,7 @@ import enum
 import attrs
 
 from garlicfarm.storage.interface import HardState, SnapshotMeta
-from garlicfarm.wire.messages import Request, Response
+from garlicfarm.wire.messages import Request, RequestVoteResponse, Response
 from garlicfarm.wire.payloads import LogEntry
 
 #: A RequestVoteRequest whose commitIndex is 2**64-1 (JRaft's -1) is a pre-vote (Raft dissertation
@@ -17,6 +17,18 @@ from garlicfarm.wire.payloads import LogEntry
 #: Pre-vote answers carry the marker in nextIndex, so that a late pre-vote grant can never be counted
 #: as a real vote.
 PRE_VOTE_MARKER = 0xFFFFFFFFFFFFFFFF
+#: Leadership transfer (Raft dissertation §3.10) in JRaft's messages, only with peers whose handshake
+#: offered ``transfer``: a RequestVoteRequest from the leader, in its own term, with this commitIndex
+#: means "you are caught up: campaign now" (etcd's TimeoutNow). Its answer carries it in nextIndex.
+TIMEOUT_NOW_MARKER = 0xFFFFFFFFFFFFFFFD
+#: A real vote request with this commitIndex comes from a candidate the leader handed over to: the
+#: voter grants it despite still hearing from that leader (the lease would refuse it, §4.2.3).
+TRANSFER_VOTE_MARKER = 0xFFFFFFFFFFFFFFFE
+
+
+def is_vote_grant(response: RequestVoteResponse) -> bool:
+    """A real vote: granted, and neither a pre-vote's nor a TimeoutNow's answer."""
+    return response.accepted and response.next_index not in (PRE_VOTE_MARKER, TIMEOUT_NOW_MARKER)
 
 
 class Role(enum.Enum):

@@ -64,6 +64,9 @@ class SimSettings:
     #: run each server with the real RaftDriver (garlicfarm/sim/driven.py) instead of the simulator's
     #: own Ready loop
     driver: bool = False
+    #: mean ms between leadership transfers asked of the leader (swarm draws it per seed, from a
+    #: random stream of its own, so that seeds without transfers run as they did before); 0 = none
+    transfer_every: int = 800
 
 
 @attrs.frozen
@@ -91,6 +94,8 @@ class SimCluster:
         self._seq = 0
         self.blocked: set[tuple[int, int]] = set()
         self.faults_on = True
+        #: transfers draw from their own stream: a seed that has none is the run it always was
+        self._transfer_rng = random.Random(f"transfer:{seed}")
         options = settings.options
         if settings.swarm:
             scale = self.rng.choice
@@ -132,6 +137,9 @@ class SimCluster:
                 membership_burst=scale((1, 2, 3)),
                 snapshot_bytes=snapshot_bytes,
                 options=options,
+                transfer_every=self._transfer_rng.choice(
+                    (0, 0, settings.transfer_every // 4, settings.transfer_every)
+                ),
             )
             self.settings = settings
         members = range(1, settings.nodes + 1)
@@ -188,6 +196,8 @@ class SimCluster:
             self._at(self._exp(settings.faults.crash_every), "crash", None)
         if settings.membership_every:
             self._at(self._exp(settings.membership_every), "membership", None)
+        if settings.transfer_every:
+            self._at(self._next_transfer(), "transfer", None)
         self.events = 0
 
     # ------------------------------------------------------------------------------------------ scheduling
@@ -211,6 +221,7 @@ class SimCluster:
             "crash": self._on_crash,
             "restart": self._on_restart,
             "membership": self._on_membership,
+            "transfer": self._on_transfer,
         }
         limit = end + self.settings.settle_ms
         settled_commit: int | None = None
@@ -358,6 +369,24 @@ class SimCluster:
             else:
                 continue
             self._at(delay, "deliver", (None, leader.id, request, origin))
+
+    def _next_transfer(self) -> int:
+        return max(1, int(self._transfer_rng.expovariate(1 / self.settings.transfer_every)))
+
+    def _on_transfer(self, _payload: None) -> None:
+        """An operator (or a shutting-down node) asks the leader to hand over, to a voter or to
+        whichever it likes; overlapping with crashes, partitions and membership changes."""
+        if not self.faults_on:
+            return
+        self._at(self._next_transfer(), "transfer", None)
+        leaders = self.leaders()
+        if not leaders:
+            return
+        leader = self.nodes[self._transfer_rng.choice(leaders)]
+        assert leader.core is not None
+        voters = sorted(leader.core.voters() - {leader.id})
+        target = self._transfer_rng.choice([None, *voters]) if voters else None
+        leader.transfer(target)
 
     def _schedule_restart(self, node_id: int) -> None:
         if self.faults_on:

@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
-from garlicfarm.raft.types import PRE_VOTE_MARKER, Ready
+from garlicfarm.raft.types import Ready, is_vote_grant
 from garlicfarm.sim.disk import DiskCrash
 from garlicfarm.sim.node import Origin, SimNode
 from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
@@ -118,6 +118,14 @@ class DriverSimNode(SimNode):
         self.clock.advance(0)
         self._after()
 
+    def transfer(self, target: int | None) -> None:
+        if self.driver is None:
+            return
+        self._catch_up_clock()
+        self.driver.transfer_leadership(target)
+        self.clock.advance(0)
+        self._after()
+
     def receive(self, message: Message, origin: Origin | None) -> None:
         driver = self.driver
         if driver is None:
@@ -140,11 +148,7 @@ class DriverSimNode(SimNode):
             return  # crashed before answering: the answer is lost with it
         if origin.node is not None:
             self._send(self.id, origin.node, response, Origin(node=origin.node, op=origin.op))
-            if (
-                isinstance(response, RequestVoteResponse)
-                and response.accepted
-                and response.next_index != PRE_VOTE_MARKER
-            ):
+            if isinstance(response, RequestVoteResponse) and is_vote_grant(response):
                 self.checker.voted(self.id, response.term, origin.node)
                 if self.crash_after_vote and self.rng.random() < self.crash_after_vote:
                     self.crash_points.force_next = True  # the node dies at its next durable write

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from garlicfarm.raft.core import RaftCore
-from garlicfarm.raft.types import PRE_VOTE_MARKER, RaftOptions, Ready, Role
+from garlicfarm.raft.types import RaftOptions, Ready, Role, is_vote_grant
 from garlicfarm.sim.disk import CrashingLogStore, CrashingSnapshotStore, CrashPoints, DiskCrash
 from garlicfarm.sim.faults import Mutations
 from garlicfarm.sim.invariants import InvariantChecker
@@ -158,6 +158,12 @@ class SimNode:
             self.core.tick()
             self.process()
 
+    def transfer(self, target: int | None) -> None:
+        """Ask this node, if it leads, to hand its leadership over (to ``target``, or its choice)."""
+        if self.core is not None:
+            self.core.transfer_leadership(target)
+            self.process()
+
     def receive(self, message: Message, origin: Origin | None) -> None:
         core = self.core
         if core is None:
@@ -214,11 +220,7 @@ class SimNode:
             if origin.node is not None:
                 self._send(self.id, origin.node, reply.message, None)
                 message = reply.message
-                if (
-                    isinstance(message, RequestVoteResponse)
-                    and message.accepted
-                    and message.next_index != PRE_VOTE_MARKER
-                ):
+                if isinstance(message, RequestVoteResponse) and is_vote_grant(message):
                     self.checker.voted(self.id, message.term, origin.node)
                     if self.crash_after_vote and self.rng.random() < self.crash_after_vote:
                         voted = True

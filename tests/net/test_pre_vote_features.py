@@ -47,7 +47,7 @@ def test_parse_features() -> None:
 
 def test_client_offers_its_features_in_the_request() -> None:
     request = ClientHandshake(client_config(features=OUR_FEATURES), ChallengeCache(), 0.0, rng(0)).initiate()
-    assert f"{FEATURES_HEADER}: pre-vote, commit-ack\r\n".encode() in request
+    assert f"{FEATURES_HEADER}: pre-vote, commit-ack, transfer\r\n".encode() in request
     plain = ClientHandshake(client_config(), ChallengeCache(), 0.0, rng(0)).initiate()
     assert FEATURES_HEADER.encode() not in plain  # what JRaft (or an older client) sends
 
