@@ -26,9 +26,10 @@ pins = []                                  # peers' certificate SHA-256 fingerpr
 2 = "tcp://127.0.0.1:9002"
 
 [raft]                                     # all optional
-tick_ms = 50
-election_ticks = 10
-heartbeat_ticks = 2
+profile = "lan"                            # timings: "lan" or "i2p" (below); the next three override it
+tick_ms = 10
+election_ticks = 15
+heartbeat_ticks = 5
 snapshot_every = 5000
 pre_vote = "auto"                          # "auto": with peers that negotiate it (not JRaft); "on"; "off"
 
@@ -112,6 +113,26 @@ class NodeConfig:
             ) from None
 
 
+@attrs.frozen
+class TimingProfile:
+    """Raft timings for a kind of network: a follower campaigns after a random timeout in
+    [election_ticks, 2 * election_ticks) ticks without hearing from a leader; the leader sends a
+    heartbeat every heartbeat_ticks."""
+
+    tick_ms: int
+    election_ticks: int
+    heartbeat_ticks: int
+
+
+#: [raft] profile (docs/operations.md, "Timing profiles"):
+#: lan: heartbeats every 50 ms, election timeout 150-300 ms (fail-over in about 0.2 s on a LAN);
+#: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
+PROFILES: dict[str, TimingProfile] = {
+    "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5),
+    "i2p": TimingProfile(tick_ms=250, election_ticks=40, heartbeat_ticks=4),
+}
+
+
 #: [raft] pre_vote: "auto" pre-votes with peers whose handshake says they speak it (plain votes with
 #: JRaft); "on" assumes every peer does (a farm of garlicfarm nodes only); "off" never pre-votes
 _PRE_VOTE_MODES = ("auto", "on", "off")
@@ -136,6 +157,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "peers": None,
     "raft": frozenset(
         {
+            "profile",
             "tick_ms",
             "pre_vote",
             "election_ticks",
@@ -229,7 +251,12 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
             raise ConfigError(f"{path}: [peers] {key} must be an endpoint string")
         peers[peer_id] = value
     raft = reader.table("raft", required=False)
-    tick_ms = reader.integer(raft, "raft", "tick_ms", 1, 60_000, default=50)
+    profile_name = raft.get("profile", "lan")
+    profile = PROFILES.get(profile_name) if isinstance(profile_name, str) else None
+    if profile is None:
+        names = " or ".join(f'"{name}"' for name in PROFILES)
+        raise ConfigError(f"{path}: [raft] profile must be {names}, not {profile_name!r}")
+    tick_ms = reader.integer(raft, "raft", "tick_ms", 1, 60_000, default=profile.tick_ms)
     defaults = RaftOptions()
     pre_vote = raft.get("pre_vote", "auto")
     if pre_vote not in _PRE_VOTE_MODES:
@@ -239,10 +266,10 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
             pre_vote=pre_vote != "off",
             negotiated_pre_vote=pre_vote == "auto",
             election_ticks=reader.integer(
-                raft, "raft", "election_ticks", 2, 10_000, default=defaults.election_ticks
+                raft, "raft", "election_ticks", 2, 10_000, default=profile.election_ticks
             ),
             heartbeat_ticks=reader.integer(
-                raft, "raft", "heartbeat_ticks", 1, 10_000, default=defaults.heartbeat_ticks
+                raft, "raft", "heartbeat_ticks", 1, 10_000, default=profile.heartbeat_ticks
             ),
             max_entries_per_append=reader.integer(
                 raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append

@@ -14,7 +14,7 @@ from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.interfaces import IReactorCore, IReactorTCP, IReactorTime
-from twisted.internet.task import LoopingCall
+from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -299,6 +299,21 @@ class GarlicFarmService(MultiService):
         if self._pruner.running:
             self._pruner.stop()
         self.app.reporter.stop()
+        # A leader hands over first (SIGTERM, a rolling restart): the farm is not left leaderless for
+        # an election timeout. Bounded: the core gives up after one, and leads on until we stop.
+        handover = Deferred.fromCoroutine(self._hand_over())
+        return handover.addBoth(self._stop_after_handover)
+
+    async def _hand_over(self) -> None:
+        """Give the leadership away, then let the requests this node took get their answers (the new
+        leader commits them; we learn it within a heartbeat) rather than fail them on the way out."""
+        if await self.driver.transfer_leadership() is None:
+            return
+        deadline = self.reactor.seconds() + self.driver.tick_seconds * self.config.raft.election_ticks
+        while self.driver.waiting() and self.reactor.seconds() < deadline:
+            await deferLater(self.reactor, self.driver.tick_seconds)
+
+    def _stop_after_handover(self, _: object) -> Deferred[None]:
         self.driver.stop()
         d: Deferred[Any] = self.peers.stop()
         d.addCallback(self._stop_children)

@@ -211,6 +211,26 @@ class FarmHandle:
         await d
         return {"published": len(role.published or ()), "by": self.node.config.id}
 
+    async def step_down(self) -> dict[str, Any]:
+        """Hand this node's leadership to another member (a graceful transfer, no election timeout)."""
+        core = self.node.driver.core
+        if not core.is_leader():
+            raise ActionError(
+                409,
+                f"server {core.id} is not the leader (the leader is {self._name(core.leader_id)}); "
+                "use the leader's console",
+                leader=core.leader_id,
+            )
+        new = await self.node.driver.transfer_leadership()
+        if new is None:
+            raise ActionError(
+                503,
+                f"server {core.id} still leads: no member could take over (none caught up in time, "
+                "or none speaks leadership transfer, e.g. JRaft)",
+                leader=core.id,
+            )
+        return {"stepped_down": core.id, "leader": new}
+
     async def exclude(self, destination: str, action: str) -> dict[str, Any]:
         command = {
             "cluster": self.cluster,

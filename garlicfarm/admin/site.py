@@ -9,7 +9,7 @@ GET  /api/farms                        those farms, one line each
 GET  /api/farms/<cluster>              the overview: members, leader, publisher, Meta LS, exclusions
 GET  /api/farms/<cluster>/history      the last hour of each member's health
 GET  /api/farms/<cluster>/config       the farm's configuration, for import elsewhere
-POST /api/farms/<cluster>/<action>     remove-member, add-member, publish, exclude, include, import
+POST /api/farms/<cluster>/<action>     remove-member, add-member, publish, step-down, exclude, include, import
 ```
 
 Every request needs Digest credentials (a farm's, or its ``[admin]`` credential); you see only the
@@ -295,6 +295,8 @@ class AdminResource(Resource):
             return await farm.add_member(body["id"], body["endpoint"])
         if action == "publish":
             return await farm.publish()
+        if action == "step-down":
+            return await farm.step_down()
         if action in ("exclude", "include"):
             return await farm.exclude(body["destination"], action)
         assert action == "import"

@@ -144,6 +144,7 @@ ACTIONS: dict[str, tuple[dict[str, Field], frozenset[str]]] = {
     "remove-member": ({"id": server_id}, frozenset({"id"})),
     "add-member": ({"id": server_id, "endpoint": endpoint}, frozenset({"id", "endpoint"})),
     "publish": ({}, frozenset()),
+    "step-down": ({}, frozenset()),
     "exclude": ({"destination": destination}, frozenset({"destination"})),
     "include": ({"destination": destination}, frozenset({"destination"})),
     "import": ({"config": config_document, "dry_run": boolean}, frozenset({"config"})),

@@ -365,6 +365,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("exclude", "exclude a destination hash from the Meta LS2 (committed through the leader)"),
         ("include", "include an excluded destination hash again"),
         ("publish", "publish the Meta LS2 again now (on the publisher's node)"),
+        (
+            "step-down",
+            "hand the leadership to another member now, without an election timeout (on the leader's node)",
+        ),
         ("export-config", "print the farm's configuration (members, exclusions, settings) as JSON"),
         ("import-config", "bring the farm to an exported configuration (adds members, aligns exclusions)"),
     ):

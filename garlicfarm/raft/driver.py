@@ -357,6 +357,10 @@ class RaftDriver:
     def status(self) -> dict[str, Any]:
         return self.core.status()
 
+    def waiting(self) -> int:
+        """Requests (submissions, peers', clients') still waiting for their answer."""
+        return len(self._pending)
+
     # ------------------------------------------------------------------------------------------ inside
 
     def _new_handle(self) -> int:

@@ -160,7 +160,7 @@ def test_config_export(site: AdminSite) -> None:
     config = Browser(site).get("/api/farms/farm/config").json()
     assert config["format"] == "garlicfarm-config/1"
     assert config["members"] == [{"id": 1, "endpoint": "tcp://127.0.0.1:9001"}]
-    assert config["settings"]["raft"]["tick_ms"] == 50
+    assert config["settings"]["raft"]["tick_ms"] == 10  # the "lan" profile
 
 
 def test_get_never_acts(site: AdminSite) -> None:
@@ -404,3 +404,21 @@ def test_two_farms_sharing_a_credential_are_both_listed(tmp_path: Path, clock: M
     finally:
         north.stopService()
         south.stopService()
+
+
+def test_step_down_alone_says_nobody_can_take_over(site: AdminSite, node: GarlicFarmService) -> None:
+    response = Browser(site).post("/api/farms/farm/step-down", {})
+    assert response.status == 503, response.body
+    assert "server 1 still leads: no member could take over" in response.json()["error"]
+    assert node.driver.core.is_leader()
+
+
+def test_step_down_on_a_follower_names_the_leader(site: AdminSite, node: GarlicFarmService) -> None:
+    node.driver.core._become_follower(node.driver.core.term + 1, 2)
+    response = Browser(site).post("/api/farms/farm/step-down", {})
+    assert response.status == 409
+    assert (
+        response.json()["error"]
+        == "server 1 is not the leader (the leader is server 2); use the leader's console"
+    )
+    assert response.json()["leader"] == 2

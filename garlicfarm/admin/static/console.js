@@ -153,6 +153,9 @@ function drawMetaLS(view) {
       el("button", { type: "button", onclick: () => act("include", { destination: d }, `Include ${d} again?`) },
         "Include")));
   }
+  $("step-down").disabled = view.node.role !== "leader";
+  $("step-down").title = view.node.role === "leader" ? "hand the leadership to another member now" :
+    "only the leader's console can step down";
   $("publish").disabled = !view.publishing_here;
   $("publish").title = view.publishing_here ? "publish the Meta LS2 again now" :
     "only the publisher's console can force publishing";
@@ -195,6 +198,8 @@ async function loadSession() {
 function wire() {
   $("farm").addEventListener("change", (e) => { cluster = e.target.value; refresh(); });
   $("publish").addEventListener("click", () => act("publish", {}, "Publish the Meta LS2 again now?"));
+  $("step-down").addEventListener("click", () =>
+    act("step-down", {}, "Hand the leadership to another member now?"));
   $("exclude-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const d = $("exclude-input").value.trim();
