@@ -16,7 +16,7 @@ See docs/client.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -38,13 +38,17 @@ from garlicfarm.wire import (
 __all__ = ["ClientError", "ClientSettings", "GarlicFarmClient"]
 
 
+def _as_tuple(endpoints: Iterable[str]) -> tuple[str, ...]:
+    return tuple(endpoints)
+
+
 @attrs.frozen
 class ClientSettings:
     """Where the farm is and how to authenticate to it."""
 
     #: the farm's nodes (tcp://host:port, i2p://….b32.i2p, or the operator's Twisted strings); the
     #: first is asked first, the others when it cannot be reached; the leader's 101 names the rest
-    endpoints: tuple[str, ...] = attrs.field(converter=tuple)
+    endpoints: tuple[str, ...] = attrs.field(converter=_as_tuple)
     username: str
     password_text: str = attrs.field(repr=False, alias="password")
     cluster: str = "farm"

@@ -278,7 +278,9 @@ def log_observer(stream: TextIO, level: str = "info", fmt: str = "text") -> Any:
         textFileLogObserver,
     )
 
-    base = jsonFileLogObserver(stream) if fmt == "json" else textFileLogObserver(stream)
+    # Sub-second times: elections and handovers take milliseconds, and an operator compares nodes' logs.
+    text = textFileLogObserver(stream, timeFormat="%Y-%m-%dT%H:%M:%S.%f%z")
+    base = jsonFileLogObserver(stream) if fmt == "json" else text
     return FilteringLogObserver(
         base, [LogLevelFilterPredicate(LogLevel.levelWithName(level)), _quiet_retries(level)]
     )

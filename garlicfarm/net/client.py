@@ -55,6 +55,7 @@ class FarmClient:
         self.endpoints: dict[int, str] = dict(config.peers)
         #: what the node that accepted the last request offered in its 101 (JRaft's bridge: nothing)
         self.leader_features: frozenset[str] = frozenset()
+        self._last_leader: str | None = None
 
     async def connect(self, uri: str) -> ClientConnection:
         """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
@@ -107,7 +108,8 @@ class FarmClient:
     async def request_leader(self, request: Request, what: str) -> Response:
         """Send ``request`` to the leader, following redirects; waits for a leader for ``timeout``.
         A node that cannot be reached is skipped for the next one the client knows of."""
-        target = self.config.endpoint
+        # the node that took the last request: usually still the leader, which spares a redirect
+        target = self._last_leader or self.config.endpoint
         waited = 0.0
         delay = 0.2
         tried: set[str] = set()
@@ -122,9 +124,11 @@ class FarmClient:
                     connection.transport.loseConnection()  # type: ignore[union-attr]
             except (ClientError, ConnectionClosed, RequestTimeout) as e:
                 unreachable[target] = str(e)
+                self._last_leader = None
             if response is not None:
                 if response.accepted:
                     self.leader_features = connection.features
+                    self._last_leader = target
                     return response
                 unreachable.pop(target, None)
                 leader = response.destination

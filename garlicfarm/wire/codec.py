@@ -70,7 +70,9 @@ Buffer = bytes | bytearray | memoryview
 #: (NO_LEADER) in source/destination, the pre-vote marker in commitIndex and in a vote's nextIndex.
 MAX_LONG = 2**63 - 1
 MAX_ID = 2**31 - 1
-_MINUS_ONE = 2**64 - 1
+#: the marker values a long field may carry beyond 0..2^63-1: JRaft's -1 ("none"; a pre-vote in
+#: commitIndex) and -2, -3, which only peers that negotiated leadership transfer send (raft/types.py)
+_MARKERS = frozenset({2**64 - 1, 2**64 - 2, 2**64 - 3})
 
 
 _Field = tuple[str, int, int, str]
@@ -78,7 +80,7 @@ _Field = tuple[str, int, int, str]
 
 def _range_problem(fields: Iterable[_Field]) -> tuple[str, int] | None:
     """The first field out of range, as (message, byte offset), or None. Each field is (name, value,
-    offset, kind): kind "id" (0, 1..2^31-1 or -1), "long" (0..2^63-1), "long/-1" (or the -1 marker),
+    offset, kind): kind "id" (0, 1..2^31-1 or -1), "long" (0..2^63-1), "long/-1" (or a marker, -1..-3),
     "server" (1..2^31-1)."""
     for name, value, at, kind in fields:
         if kind == "id":
@@ -88,7 +90,7 @@ def _range_problem(fields: Iterable[_Field]) -> tuple[str, int] | None:
             ok = 1 <= value <= MAX_ID
             want = "a server id (1..2^31-1)"
         else:
-            ok = value <= MAX_LONG or (kind == "long/-1" and value == _MINUS_ONE)
+            ok = value <= MAX_LONG or (kind == "long/-1" and value in _MARKERS)
             want = "a signed 64-bit value from 0 to 2^63-1"
         if not ok:
             return f"{name} is {value}, not {want}", at

@@ -14,6 +14,7 @@ from garlicfarm.wire import (
     RequestVoteRequest,
     RequestVoteResponse,
 )
+from garlicfarm.wire.codec import decode, encode
 from garlicfarm.wire.messages import AddServerRequest
 from garlicfarm.wire.payloads import LogEntry
 from tests.raft.harness import GUARDED, Cluster, Envelope, client_request, reply_of, vote
@@ -228,3 +229,17 @@ def test_append_entries_from_the_old_leader_after_handover_are_stale() -> None:
     )
     handle = c.step(3, old)
     assert not reply_of(c, handle, AppendEntriesResponse, node=3).accepted
+
+
+def test_every_message_of_a_handover_encodes() -> None:
+    """The markers must pass the codec's range checks: a TimeoutNow that could not be encoded stopped
+    the leader of a real farm (bench/rolling.py found it)."""
+    c = Cluster(3, GUARDED)
+    _settled(c)
+    c[1].transfer_leadership(2)
+    for _ in range(20):
+        c.flush()
+        for env in c.wire:
+            assert decode(encode(env.message)) == env.message
+        c.deliver()
+    assert c[2].is_leader()

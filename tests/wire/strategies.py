@@ -19,11 +19,11 @@ from garlicfarm.wire import (
 )
 
 # What the wire carries (JRaft's signed ints and longs): ids 1..2^31-1 (0 for clients, -1 = no
-# leader), terms/indexes/offsets 0..2^63-1, and -1 (all ones) only as commitIndex/nextIndex marker.
+# leader), terms/indexes/offsets 0..2^63-1, and -1..-3 only as commitIndex/nextIndex markers.
 header_ids = st.one_of(st.integers(0, 2**31 - 1), st.just(0xFFFFFFFF))
 server_ids = st.integers(1, 2**31 - 1)
 u64 = st.integers(0, 2**63 - 1)  # a Java long's non-negative range
-long_or_marker = st.one_of(u64, st.just(2**64 - 1))
+long_or_marker = st.one_of(u64, st.sampled_from([2**64 - 1, 2**64 - 2, 2**64 - 3]))
 small = st.integers(0, 1000)
 endpoints = st.text(max_size=40)
 
