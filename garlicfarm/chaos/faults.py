@@ -24,12 +24,39 @@ class Heal(enum.Enum):
     DELIVER = "deliver"  # they arrive late, all at once, as after TCP retransmission
 
 
+@attrs.frozen
+class Tunnel:
+    """A link's own character, under any fault: a one-way delay drawn per chunk from [min_delay,
+    max_delay] (jitter; the proxy keeps order, so a slow chunk holds back the ones behind it), and a
+    share of chunks ``loss`` that a reliable stream over a lossy network delivers one retransmission
+    timeout (``retransmit`` seconds) late, as I2P's streaming library does over its tunnels."""
+
+    min_delay: float
+    max_delay: float
+    loss: float = 0.0
+    retransmit: float = 0.0
+
+    def sample(self, rng: random.Random) -> float:
+        delay = rng.uniform(self.min_delay, self.max_delay)
+        if self.loss and rng.random() < self.loss:
+            delay += self.retransmit
+        return delay
+
+
+#: I2P tunnels as issue 17 describes them: 1-3 s one way with jitter, 5 % loss (a lost chunk arrives
+#: one retransmission timeout, twice the longest one-way delay, late)
+I2P_TUNNEL = Tunnel(min_delay=1.0, max_delay=3.0, loss=0.05, retransmit=6.0)
+
+
 class LinkTable:
     """Directed links that are down (bytes held) or delayed; observers hear of every change."""
 
-    def __init__(self) -> None:
+    def __init__(self, rng: random.Random | None = None) -> None:
         self._down: dict[Link, Heal] = {}
         self._delay: dict[Link, float] = {}
+        #: the links' own delays and losses (not faults: ``heal_all`` keeps them)
+        self._tunnels: dict[Link, Tunnel] = {}
+        self._rng = rng or random.Random(0)  # noqa: S311 - simulated jitter, not secrecy
         self._observers: list[Callable[[], None]] = []
 
     def subscribe(self, observer: Callable[[], None]) -> None:
@@ -42,8 +69,15 @@ class LinkTable:
         return self._down.get(link, Heal.RESET)
 
     def delay(self, link: Link) -> float:
-        """Seconds every chunk on ``link`` is held back (order is kept)."""
-        return self._delay.get(link, 0.0)
+        """Seconds this chunk on ``link`` is held back (order is kept): a fault's delay plus, on a
+        link with a :class:`Tunnel`, a fresh draw of its own."""
+        tunnel = self._tunnels.get(link)
+        return self._delay.get(link, 0.0) + (tunnel.sample(self._rng) if tunnel else 0.0)
+
+    def tunnel(self, links: Iterable[Link], tunnel: Tunnel) -> None:
+        for link in links:
+            self._tunnels[link] = tunnel
+        self._changed()
 
     def cut(self, links: Iterable[Link], heal: Heal = Heal.RESET) -> None:
         for link in links:

@@ -50,15 +50,15 @@ def free_base_port(count: int) -> int:
     raise RuntimeError(f"no run of {count} free ports in {PORT_RANGE.start}..{PORT_RANGE.stop - 1}")
 
 
-def proxied_config(spec: FarmSpec, node: int, proxy_ports: dict[Link, int]) -> str:
-    """``node-K.toml`` with peers behind the proxy and snapshots off."""
+def proxied_config(spec: FarmSpec, node: int, proxy_ports: dict[Link, int], profile: str = "lan") -> str:
+    """``node-K.toml`` with peers behind the proxy, snapshots off, and the [raft] timing profile."""
     text = node_config(spec, node)
     head, _, _ = text.partition("[peers]\n")
     peers = "".join(
         f'{k} = "{spec.endpoint(k) if k == node else f"tcp://{HOST}:{proxy_ports[(node, k)]}"}"\n'
         for k in range(1, spec.nodes + 1)
     )
-    return f"{head}[peers]\n{peers}\n[raft]\nsnapshot_every = {NO_SNAPSHOTS}\n"
+    return f'{head}[peers]\n{peers}\n[raft]\nprofile = "{profile}"\nsnapshot_every = {NO_SNAPSHOTS}\n'
 
 
 class NodeProcesses:
@@ -81,10 +81,11 @@ class NodeProcesses:
     def config_path(self, node: int) -> Path:
         return self.dir / f"node-{node}.toml"
 
-    def write(self, proxy_ports: dict[Link, int]) -> None:
+    def write(self, proxy_ports: dict[Link, int], profile: str = "lan") -> None:
         create_farm(self.spec)
         for k in range(1, self.n + 1):
-            self.config_path(k).write_text(proxied_config(self.spec, k, proxy_ports), encoding="utf-8")
+            text = proxied_config(self.spec, k, proxy_ports, profile)
+            self.config_path(k).write_text(text, encoding="utf-8")
 
     def start(self, node: int) -> None:
         log = open(self.dir / f"node-{node}.log", "ab")  # noqa: SIM115 - the child process owns it

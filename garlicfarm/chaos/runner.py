@@ -17,7 +17,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from garlicfarm.chaos.checker import RunVerdict, check_run, read_node_log
-from garlicfarm.chaos.faults import NETWORK, Fault, FaultSchedule, Kind, LinkTable
+from garlicfarm.chaos.faults import I2P_TUNNEL, NETWORK, Fault, FaultSchedule, Kind, LinkTable
 from garlicfarm.chaos.procs import NodeProcesses
 from garlicfarm.chaos.proxy import ChaosProxy
 from garlicfarm.chaos.workload import Tally, Workload
@@ -36,6 +36,12 @@ class ChaosSettings:
     request_timeout: float = 5.0
     #: seconds to wait, after the faults, for every node to hold the same committed log
     settle: float = 60.0
+    #: the nodes' [raft] profile (garlicfarm/config.py PROFILES)
+    profile: str = "lan"
+    #: "i2p": every link is an I2P-like tunnel (faults.I2P_TUNNEL) for the whole run; "lan": loopback
+    links: str = "lan"
+    #: False: no faults and no kills, only the links' own character (a run for spurious elections)
+    faults: bool = True
 
 
 @attrs.define
@@ -83,7 +89,7 @@ class ChaosRun:
         self.settings = settings
         self._report = report
         self.procs = NodeProcesses(settings.directory, settings.nodes)
-        self.table = LinkTable()
+        self.table = LinkTable(random.Random(settings.seed + 1))  # noqa: S311 - simulated jitter
         self.proxy = ChaosProxy(reactor, self.table, self.procs.ports)
         self.schedule = FaultSchedule(
             random.Random(settings.seed),  # noqa: S311 - a replayable schedule, not secrecy
@@ -110,7 +116,9 @@ class ChaosRun:
         try:
             links = [(i, j) for i in range(1, n + 1) for j in range(1, n + 1) if i != j]
             proxy_ports = await self.proxy.listen(links)
-            self.procs.write(proxy_ports)
+            if s.links == "i2p":
+                self.table.tunnel(links, I2P_TUNNEL)
+            self.procs.write(proxy_ports, s.profile)
             self.report(f"farm of {n} in {s.directory}, ports {self.procs.spec.base_port}.., seed {s.seed}")
             for k in range(1, n + 1):
                 self.procs.start(k)
@@ -125,7 +133,10 @@ class ChaosRun:
             )
             self.summary.tally = self.workload.tally
             self.workload.start()
-            await self._nemesis(time.monotonic() + s.duration)
+            if s.faults:
+                await self._nemesis(time.monotonic() + s.duration)
+            else:
+                await self._quiet(time.monotonic() + s.duration)
             await self._settle()
             self._monitoring = False
             await monitor
@@ -178,6 +189,13 @@ class ChaosRun:
             if time.monotonic() - last_progress >= 10:
                 last_progress = time.monotonic()
                 self._progress()
+
+    async def _quiet(self, deadline: float) -> None:
+        """No faults: every election seen now is a spurious one (the links' delays alone caused it)."""
+        while time.monotonic() < deadline:
+            await self._sleep(min(60.0, max(0.0, deadline - time.monotonic())))
+            self._check_crashes()
+            self._progress()
 
     async def _apply(self, fault: Fault) -> None:
         nodes = fault.nodes(self.leader)

@@ -40,6 +40,12 @@ def run_chaos(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         seed=seed,
         clients=args.clients,
         max_fault=args.max_fault,
+        profile=args.profile,
+        links=args.links,
+        faults=not args.no_faults,
+        # over I2P-like links a commit takes a few round trips of seconds each
+        request_timeout=60.0 if args.links == "i2p" else 5.0,
+        settle=300.0 if args.links == "i2p" else 60.0,
     )
 
     def say(line: str) -> None:
@@ -48,7 +54,8 @@ def run_chaos(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 
     say(
         f"garlicfarm chaos --nodes {args.nodes} --duration {args.duration:g} --seed {seed} "
-        f"--clients {args.clients} --workdir {directory}"
+        f"--clients {args.clients} --profile {args.profile} --links {args.links}"
+        f"{' --no-faults' if args.no_faults else ''} --workdir {directory}"
     )
     run = ChaosRun(reactor, settings, say)
     box: list[Any] = []
@@ -108,5 +115,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     chaos.add_argument("--clients", type=int, default=4, metavar="N", help="concurrent clients (default 4)")
     chaos.add_argument(
         "--max-fault", type=float, default=8.0, metavar="S", help="longest fault, seconds (default 8)"
+    )
+    chaos.add_argument(
+        "--profile", choices=("lan", "i2p"), default="lan", help="the nodes' [raft] profile (default lan)"
+    )
+    chaos.add_argument(
+        "--links",
+        choices=("lan", "i2p"),
+        default="lan",
+        help="i2p: every peer link delays each chunk 1-3 s and delivers 5%% of them 6 s late, as a "
+        "stream over I2P tunnels does (default lan: loopback)",
+    )
+    chaos.add_argument(
+        "--no-faults",
+        action="store_true",
+        help="no faults and no kills: only the links' own delays (every election is then a spurious one)",
     )
     chaos.set_defaults(run=run_chaos)
