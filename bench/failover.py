@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import sys
 import tempfile
@@ -28,7 +29,11 @@ from twisted.internet.defer import Deferred
 from bench.farm_bench import log_warnings_to_stderr, request
 from bench.stats import summary
 from bench.tuning import set_options
+from garlicfarm.chaos.faults import I2P_TUNNEL, LinkTable
+from garlicfarm.chaos.procs import proxied_config
+from garlicfarm.chaos.proxy import ChaosProxy
 from garlicfarm.config import PROFILES, load_config
+from garlicfarm.farminit import FarmSpec
 from garlicfarm.net.client import FarmClient
 from garlicfarm.net.connection import ClientConnection
 from garlicfarm.wire import NO_LEADER
@@ -44,8 +49,11 @@ class Prober:
         self.conns: dict[int, ClientConnection] = {}
         self.commits: list[tuple[float, int]] = []  # (monotonic time, node that acknowledged)
         self.running = True
-        #: seconds between probes
+        #: seconds between probes, and a probe's answer may take
         self.interval = 0.01
+        self.timeout = 0.3
+        #: a node leads if it acknowledged a probe this recently
+        self.recent = 0.1
 
     def _next(self) -> None:
         self.target = self.nodes[(self.nodes.index(self.target) + 1) % len(self.nodes)]
@@ -70,7 +78,7 @@ class Prober:
                 conn = self.conns.get(target)
                 if conn is None or conn.lost:
                     conn = self.conns[target] = await self.client.connect(self.client.endpoints[target])
-                answer = await conn.request(request(), timeout=0.3)
+                answer = await conn.request(request(), timeout=self.timeout)
                 if answer.accepted:
                     self.commits.append((time.monotonic(), target))
                 elif answer.destination != NO_LEADER and answer.destination in self.nodes:
@@ -84,20 +92,24 @@ class Prober:
 
     def leader(self) -> int | None:
         """The node that acknowledged the last commit, if that was within the last 100 ms."""
-        if self.commits and time.monotonic() - self.commits[-1][0] < 0.1:
+        if self.commits and time.monotonic() - self.commits[-1][0] < self.recent:
             return self.commits[-1][1]
         return None
 
 
-async def trials(reactor: Any, farm: ProcFarm, count: int) -> list[float]:
-    client = FarmClient(reactor, load_config(farm.config(1)), timeout=1.0)
+async def trials(reactor: Any, farm: ProcFarm, count: int, slow: bool = False) -> list[float]:
+    """``slow``: I2P-like links, where a commit takes seconds and a restarted node half a minute."""
+    client = FarmClient(reactor, load_config(farm.config(1)), timeout=30.0 if slow else 1.0)
     prober = Prober(reactor, client, list(range(1, farm.n + 1)))
+    if slow:
+        prober.interval, prober.timeout, prober.recent = 0.1, 30.0, 15.0
     running = Deferred.fromCoroutine(prober.run())
     warm = Deferred.fromCoroutine(prober.keep_warm())
     times: list[float] = []
     try:
         while len(times) < count:
-            await task.deferLater(reactor, 2.0)  # steady state (and the restarted node caught up)
+            # steady state (and the restarted node caught up)
+            await task.deferLater(reactor, 45.0 if slow else 2.0)
             leader = prober.leader()
             if leader is None:
                 continue
@@ -117,6 +129,21 @@ async def trials(reactor: Any, farm: ProcFarm, count: int) -> list[float]:
     return times
 
 
+async def _behind_proxy(reactor: Any, farm: ProcFarm, profile: str) -> ChaosProxy:
+    """Put every peer link of ``farm`` through a proxy with I2P-like tunnels, then start the nodes."""
+    spec = FarmSpec(farm.dir, farm.n, farm.base)
+    table = LinkTable(random.Random(1))
+    proxy = ChaosProxy(reactor, table, {k: spec.port(k) for k in range(1, farm.n + 1)})
+    links = [(i, j) for i in range(1, farm.n + 1) for j in range(1, farm.n + 1) if i != j]
+    ports = await proxy.listen(links)
+    table.tunnel(links, I2P_TUNNEL)
+    for k in range(1, farm.n + 1):
+        Path(farm.config(k)).write_text(proxied_config(spec, k, ports, profile))
+        set_options(farm.config(k), "app", interval=3600)
+    farm.start_all()
+    return proxy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -126,6 +153,12 @@ def main() -> None:
     parser.add_argument("--profile", choices=sorted(PROFILES), default="lan")
     parser.add_argument("--tick-ms", type=int, help="override the profile's tick")
     parser.add_argument("--election-ticks", type=int, help="override the profile's election timeout")
+    parser.add_argument(
+        "--links",
+        choices=("lan", "i2p"),
+        default="lan",
+        help="i2p: peer links through the chaos proxy's I2P tunnel model (1-3 s one way, 5%% loss)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     log_warnings_to_stderr()
@@ -137,12 +170,16 @@ def main() -> None:
             overrides = {"tick_ms": args.tick_ms, "election_ticks": args.election_ticks}
             chosen = {key: value for key, value in overrides.items() if value is not None}
             set_options(farm.config(i), "raft", profile=args.profile, **chosen)
-        farm.start_all()
         try:
-            farm.wait_for_leader()
 
             async def run(reactor: Any) -> None:
-                times.extend(await trials(reactor, farm, args.trials))
+                proxy = await _behind_proxy(reactor, farm, args.profile) if args.links == "i2p" else None
+                if proxy is None:
+                    farm.start_all()
+                    farm.wait_for_leader()
+                times.extend(await trials(reactor, farm, args.trials, slow=proxy is not None))
+                if proxy is not None:
+                    await proxy.stop()
 
             task.react(lambda reactor: Deferred.fromCoroutine(run(reactor)), [])
         except SystemExit:
