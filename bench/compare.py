@@ -6,7 +6,9 @@ For each farm size: garlicfarm durable (fsync on), garlicfarm with fsync off, Py
 journal (an mmap that is never fsync'ed: PySyncObj has no durable mode) — one after another on the
 same machine, each with its best pipelining (garlicfarm: 1000 ClientRequests in flight over one TLS
 connection from a client process; PySyncObj: 4096 commands in flight submitted inside the leader's
-process, as it has no client protocol). Prints a Markdown table for docs/benchmarks.md.
+process, as it has no client protocol); then garlicfarm's client library under 1,000 concurrent
+submitters (coalesced into ClientRequests of up to 1,000 entries). Prints a Markdown table for
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -62,7 +64,17 @@ def main() -> None:
     ]
     for n in args.nodes:
         nodes = str(n)
-        ours = run("bench.farm_bench", "--nodes", nodes, "--seconds", seconds, "--window", "1000")
+        ours = run(
+            "bench.farm_bench",
+            "--nodes",
+            nodes,
+            "--seconds",
+            seconds,
+            "--window",
+            "1000",
+            "--submitters",
+            "1000",
+        )
         ours_nofsync = run(
             "bench.farm_bench", "--nodes", nodes, "--seconds", seconds, "--window", "1000", "--no-fsync"
         )
@@ -76,6 +88,13 @@ def main() -> None:
         lines.append(
             f"| {n}: ratio garlicfarm / PySyncObj | {ratio:.2f} (fsync on), {ratio_off:.2f} (fsync off) "
             "| | | | | |"
+        )
+        coalesced = ours["client_library"]
+        lib_ratio = coalesced["committed_per_s"] / theirs["throughput"]["committed_per_s"]
+        lines.append(
+            f"| {n} garlicfarm, TLS, fsync on, client library, 1,000 submitters "
+            f"| {coalesced['committed_per_s']:,.0f} (ratio {lib_ratio:.2f}) | | "
+            f"{coalesced['p50_ms']:.0f} / {coalesced['p99_ms']:.0f} | | | |"
         )
         print("\n".join(lines), flush=True)
         if args.json:  # after every farm size: a long run interrupted keeps what it measured

@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 from twisted.internet import task
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import (
     FilteringLogObserver,
     LogLevel,
@@ -33,6 +33,7 @@ from twisted.logger import (
 
 from bench.stats import percentile
 from bench.tuning import set_options
+from garlicfarm.client import ClientSettings, GarlicFarmClient
 from garlicfarm.config import load_config
 from garlicfarm.net.client import FarmClient
 from garlicfarm.net.connection import ClientConnection
@@ -112,6 +113,42 @@ async def pipelined(
     }
 
 
+async def library(reactor: Any, farm: ProcFarm, seconds: float, submitters: int) -> dict[str, float]:
+    """``submitters`` concurrent callers of ``GarlicFarmClient.submit``, one 100-byte entry each at a
+    time: the client library coalesces what is submitted in one reactor turn into one ClientRequest."""
+    config = load_config(farm.config(1))
+    endpoints: tuple[str, ...] = tuple(config.peers[i] for i in sorted(config.peers))
+    settings = ClientSettings(
+        endpoints=endpoints,
+        username=config.username,
+        password=config.password(),
+        cluster=config.cluster,
+        tls=config.tls,
+    )
+    client = GarlicFarmClient(reactor, settings)
+    latencies: list[float] = []
+    end = time.perf_counter() + seconds
+
+    async def submitter() -> None:
+        while time.perf_counter() < end:
+            started = time.perf_counter()
+            await client.submit(PAYLOAD)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await gatherResults([Deferred.fromCoroutine(submitter()) for _ in range(submitters)])
+    elapsed = time.perf_counter() - started
+    client.close()
+    ms = [x * 1000 for x in latencies]
+    return {
+        "committed_per_s": len(latencies) / elapsed,
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "requests": client.requests,
+        "count": len(latencies),
+    }
+
+
 class Sampler:
     """Resident size and CPU of the node processes (and this client), sampled while a phase runs."""
 
@@ -141,7 +178,9 @@ class Sampler:
         }
 
 
-async def measure(reactor: Any, farm: ProcFarm, seconds: float, window: int, batch: int) -> dict[str, Any]:
+async def measure(
+    reactor: Any, farm: ProcFarm, seconds: float, window: int, batch: int, submitters: int = 0
+) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
     leader_id = status["leader"]
@@ -168,6 +207,9 @@ async def measure(reactor: Any, farm: ProcFarm, seconds: float, window: int, bat
     }
     for conn in (leader, follower):
         conn.transport.loseConnection()  # type: ignore[union-attr]
+    if submitters:
+        await library(reactor, farm, 2, submitters)  # warm up
+        results["client_library"] = await library(reactor, farm, seconds, submitters)
     return results
 
 
@@ -188,6 +230,12 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=256, help="requests in flight at high load")
     parser.add_argument("--batch", type=int, default=1, help="entries per ClientRequest at high load")
     parser.add_argument("--no-fsync", action="store_true", help="[storage] fsync = false on every node")
+    parser.add_argument(
+        "--submitters",
+        type=int,
+        default=0,
+        help="also measure this many concurrent GarlicFarmClient.submit callers (coalesced)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     log_warnings_to_stderr()
@@ -203,7 +251,9 @@ def main() -> None:
             box: dict[str, Any] = {}
 
             async def run(reactor: Any) -> None:
-                box.update(await measure(reactor, farm, args.seconds, args.window, args.batch))
+                box.update(
+                    await measure(reactor, farm, args.seconds, args.window, args.batch, args.submitters)
+                )
 
             task.react(lambda reactor: Deferred.fromCoroutine(run(reactor)), [])
         except SystemExit:

@@ -84,6 +84,7 @@ class GarlicFarmClient:
         self.settings = settings
         self.max_batch = max_batch
         self._farm = FarmClient(reactor, settings, timeout=settings.timeout)
+        self._farm.keep_connections = True
         self._queue: list[tuple[bytes, Deferred[int]]] = []
         self._flush: IDelayedCall | None = None
         #: ClientRequests sent (each carrying one or more coalesced submissions)
@@ -102,6 +103,10 @@ class GarlicFarmClient:
         if self._flush is None:
             self._flush = self.reactor.callLater(0, self._send_queued)
         return d
+
+    def close(self) -> None:
+        """Close the connections this client keeps open to the farm's nodes."""
+        self._farm.close()
 
     def status(self, endpoint: str | None = None) -> Deferred[dict[str, Any]]:
         """The status JSON of a node (the first endpoint by default), from its handshake."""

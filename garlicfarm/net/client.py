@@ -56,6 +56,10 @@ class FarmClient:
         #: what the node that accepted the last request offered in its 101 (JRaft's bridge: nothing)
         self.leader_features: frozenset[str] = frozenset()
         self._last_leader: str | None = None
+        #: keep connections open between requests (GarlicFarmClient does): a request then costs no
+        #: TLS handshake and Digest challenge, and concurrent requests share one connection
+        self.keep_connections = False
+        self._open: dict[str, ClientConnection] = {}
 
     async def connect(self, uri: str) -> ClientConnection:
         """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
@@ -85,6 +89,33 @@ class FarmClient:
             self._learn_members(connection.upgraded.header("GarlicFarm-Members"))
             return connection
         raise ClientError(f"{uri}: the handshake did not complete")
+
+    async def _connection(self, uri: str) -> ClientConnection:
+        kept = self._open.get(uri)
+        if kept is not None and not kept.lost:
+            return kept
+        connection = await self.connect(uri)
+        if not self.keep_connections:
+            return connection
+        kept = self._open.get(uri)
+        if kept is not None and not kept.lost:  # another request connected meanwhile: share its
+            connection.transport.loseConnection()  # type: ignore[union-attr]
+            return kept
+        self._open[uri] = connection
+        return connection
+
+    def _done_with(self, uri: str, connection: ClientConnection, failed: bool) -> None:
+        if not self.keep_connections:
+            connection.transport.loseConnection()  # type: ignore[union-attr]
+        elif failed and self._open.get(uri) is connection:
+            del self._open[uri]
+            connection.transport.loseConnection()  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """Close the connections kept open between requests."""
+        kept, self._open = self._open, {}
+        for connection in kept.values():
+            connection.transport.loseConnection()  # type: ignore[union-attr]
 
     def _learn_members(self, header: str | None) -> None:
         for item in (header or "").split(","):
@@ -117,11 +148,13 @@ class FarmClient:
         while True:
             response: Response | None = None
             try:
-                connection = await self.connect(target)
+                connection = await self._connection(target)
+                failed = True
                 try:
                     response = await connection.request(request, timeout=self.timeout)
+                    failed = False
                 finally:
-                    connection.transport.loseConnection()  # type: ignore[union-attr]
+                    self._done_with(target, connection, failed)
             except (ClientError, ConnectionClosed, RequestTimeout) as e:
                 unreachable[target] = str(e)
                 self._last_leader = None

@@ -1,0 +1,95 @@
+"""FarmClient.keep_connections (what GarlicFarmClient uses): requests share one authenticated
+connection instead of paying a TLS handshake and a Digest challenge each; a failed one is dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.task import Clock
+
+from garlicfarm.net.client import FarmClient
+from garlicfarm.net.connection import ConnectionClosed
+from garlicfarm.wire import AppendEntriesResponse, ClientRequest, Response
+
+
+class Access:
+    endpoint = "tcp://127.0.0.1:1"
+    username = "farm"
+    cluster = "farm"
+    tls = None
+    peers = {1: "tcp://127.0.0.1:1"}
+
+    def password(self) -> str:
+        return "secret"
+
+
+class FakeTransport:
+    def __init__(self, conn: FakeConnection) -> None:
+        self.conn = conn
+
+    def loseConnection(self) -> None:
+        self.conn.lost = True
+
+
+class FakeConnection:
+    def __init__(self, answers: list[Any]) -> None:
+        self.lost = False
+        self.answers = answers
+        self.transport = FakeTransport(self)
+        self.features: frozenset[str] = frozenset()
+
+    def request(self, _request: Any, timeout: float) -> Deferred[Response]:
+        answer = self.answers.pop(0)
+        return fail(answer) if isinstance(answer, Exception) else succeed(answer)
+
+
+def _client(connections: list[FakeConnection], keep: bool) -> tuple[FarmClient, list[FakeConnection]]:
+    client = FarmClient(Clock(), Access())
+    client.keep_connections = keep
+    made: list[FakeConnection] = []
+
+    async def connect(_uri: str) -> FakeConnection:
+        made.append(connections.pop(0))
+        return made[-1]
+
+    client.connect = connect  # type: ignore[method-assign,assignment]
+    return client, made
+
+
+def _ok(index: int) -> AppendEntriesResponse:
+    return AppendEntriesResponse(source=1, destination=1, term=1, next_index=index + 1, accepted=True)
+
+
+def _submit(client: FarmClient) -> Response:
+    box: list[Any] = []
+    Deferred.fromCoroutine(client.request_leader(ClientRequest(), "submit")).addBoth(box.append)
+    client.reactor.advance(1)  # past the pause before a retry
+    assert box and isinstance(box[0], Response), box
+    return box[0]
+
+
+def test_kept_connections_serve_many_requests() -> None:
+    shared = FakeConnection([_ok(1), _ok(2), _ok(3)])
+    client, made = _client([shared], keep=True)
+    assert [_submit(client).next_index for _ in range(3)] == [2, 3, 4]
+    assert made == [shared] and not shared.lost
+    client.close()
+    assert shared.lost
+
+
+def test_without_keeping_each_request_connects_and_closes() -> None:
+    conns = [FakeConnection([_ok(1)]), FakeConnection([_ok(2)])]
+    client, made = _client(list(conns), keep=False)
+    _submit(client)
+    _submit(client)
+    assert made == conns and all(c.lost for c in conns)
+
+
+def test_a_connection_that_failed_is_not_reused() -> None:
+    broken = FakeConnection([ConnectionClosed("reset")])
+    fresh = FakeConnection([_ok(7)])
+    client, made = _client([broken, fresh], keep=True)
+    client.endpoints = {1: Access.endpoint}
+    assert _submit(client).next_index == 8  # retried (after the client's pause) on a new connection
+    assert made == [broken, fresh] and broken.lost and not fresh.lost
