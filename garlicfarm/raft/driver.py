@@ -7,6 +7,7 @@ reply and apply. Nothing leaves this node before what it depends on is durable.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -150,6 +151,8 @@ class RaftDriver:
         self._seen: tuple[str, int, int | None] = (core.role.value, core.term, core.leader_id)
         #: callers of transfer_leadership waiting for the handover (or for it to be abandoned)
         self._transfers: list[Deferred[int | None]] = []
+        #: timeout length -> (deadline, handle) of requests that fail with CommitTimeout then
+        self._deadlines: dict[float, deque[tuple[float, int]]] = {}
         self._handing_to: int | None = None
 
     # ------------------------------------------------------------------------------------------ life
@@ -204,8 +207,8 @@ class RaftDriver:
         self.core.propose(data, handle)
         self._soon()
         result: Deferred[int] = reply.addCallback(self._committed_index)
-        timer = self.reactor.callLater(self.submit_timeout, self._time_out, handle, self.submit_timeout)
-        return result.addBoth(_cancel_timer, timer)
+        self._expire_after(handle, self.submit_timeout)
+        return result
 
     def add_server(self, server_id: int, endpoint: str) -> Deferred[None]:
         """Add a server (it is caught up first); fires once the new configuration is committed."""
@@ -290,9 +293,8 @@ class RaftDriver:
             return d  # answered at once (most peer requests)
         # Every request is answered or fails: nothing waits forever (a membership change may take
         # as long as a catch-up; the leader gives up on a join that stops making progress first).
-        timeout = self.change_timeout if change else self.submit_timeout
-        timer = self.reactor.callLater(timeout, self._time_out, handle, timeout)
-        return d.addBoth(_cancel_timer, timer)
+        self._expire_after(handle, self.change_timeout if change else self.submit_timeout)
+        return d
 
     def _check_snapshot(self, data: bytes) -> str | None:
         assert self.state_machine is not None
@@ -374,6 +376,20 @@ class RaftDriver:
         endpoint = None if leader is None else self.core.config.endpoint_of(leader)
         raise NotLeader(leader, endpoint)
 
+    def _expire_after(self, handle: int, seconds: float) -> None:
+        """Fail ``handle`` with CommitTimeout if it is still unanswered ``seconds`` from now. One queue
+        per timeout length, in deadline order, checked every tick: no reactor timer per request."""
+        queue = self._deadlines.get(seconds)
+        if queue is None:
+            queue = self._deadlines[seconds] = deque()
+        queue.append((self.reactor.seconds() + seconds, handle))
+
+    def _expire(self) -> None:
+        now = self.reactor.seconds()
+        for seconds, queue in self._deadlines.items():
+            while queue and queue[0][0] <= now:
+                self._time_out(queue.popleft()[1], seconds)
+
     def _time_out(self, handle: int, seconds: float) -> None:
         d = self._pending.pop(handle, None)
         if d is not None:
@@ -384,6 +400,7 @@ class RaftDriver:
         if self._guarded(self.core.tick):
             self._process()
             self._check_transfer()
+        self._expire()
 
     def _on_response(self, response: Response) -> None:
         if self.running and self._guarded(self.core.step, response):
@@ -523,9 +540,3 @@ def _failed(error: Exception) -> Deferred[Any]:
     d: Deferred[Any] = Deferred()
     d.errback(error)
     return d
-
-
-def _cancel_timer(result: object, timer: IDelayedCall) -> object:
-    if timer.active():
-        timer.cancel()
-    return result
