@@ -45,6 +45,7 @@ from garlicfarm.handshake import (
     parse_features,
 )
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
+from garlicfarm.net.watchdog import Watchdog
 from garlicfarm.wire import (
     AddServerRequest,
     Decoder,
@@ -166,6 +167,8 @@ class ServerConnection(Protocol):
         self._decoder: Decoder | None = None
         #: responses in request order; None until the answer is known
         self._slots: deque[list[Response | None]] = deque()
+        #: one timer for the deadlines of every request still unanswered
+        self._watchdog = Watchdog(reactor, self._drop)
         self._deadline: IDelayedCall | None = None
         self._idle: IDelayedCall | None = None
         self.peer_name = "?"
@@ -255,18 +258,16 @@ class ServerConnection(Protocol):
             if isinstance(message, AddServerRequest)
             else self.limits.response_timeout
         )
-        timer = self.reactor.callLater(
-            deadline, self._drop, f"no answer to a {type(message).__name__} in time"
-        )
+        token = self._watchdog.watch(deadline, f"no answer to a {type(message).__name__} in time")
         answer = self._handler(message)
 
         def answered(response: Response) -> None:
-            self._cancel(timer)
+            self._watchdog.done(token)
             slot[0] = response
             self._flush()
 
         def failed(failure: Failure) -> None:
-            self._cancel(timer)
+            self._watchdog.done(token)
             self._drop(f"cannot answer a {type(message).__name__}: {failure.getErrorMessage()}")
 
         answer.addCallbacks(answered, failed)
@@ -324,6 +325,7 @@ class ServerConnection(Protocol):
         self._closing = True
         self._cancel(self._deadline)
         self._cancel(self._idle)
+        self._watchdog.stop()
         self._slots.clear()
         if self._admission is not None:
             self._admission.closed(self)
@@ -354,7 +356,9 @@ class ClientConnection(Protocol):
         self._on_lost = on_lost
         self._handshake: ClientHandshake | None = None
         self._decoder: Decoder | None = None
-        self._pending: deque[tuple[Deferred[Response], IDelayedCall]] = deque()
+        self._pending: deque[tuple[Deferred[Response], int]] = deque()
+        #: one timer for every pending request's deadline
+        self._watchdog = Watchdog(reactor, self._drop)
         self._deadline: IDelayedCall | None = None
         self.upgraded: Upgraded | None = None
         self.ready: Deferred[ClientConnection] = Deferred()
@@ -410,10 +414,10 @@ class ClientConnection(Protocol):
         if self._decoder is None or self.transport is None:
             return _failed(NotConnected("the connection is not ready"))
         d: Deferred[Response] = Deferred()
-        timer = self.reactor.callLater(
-            timeout or self.limits.response_timeout, self._drop, f"no response to a {type(message).__name__}"
+        token = self._watchdog.watch(
+            timeout or self.limits.response_timeout, f"no response to a {type(message).__name__}"
         )
-        self._pending.append((d, timer))
+        self._pending.append((d, token))
         self.transport.write(encode(message))
         return d
 
@@ -426,8 +430,8 @@ class ClientConnection(Protocol):
                 if not isinstance(message, Response) or not self._pending:
                     self._drop(f"unexpected {type(message).__name__}")
                     return
-                d, timer = self._pending.popleft()
-                timer.cancel()
+                d, token = self._pending.popleft()
+                self._watchdog.done(token)
                 d.callback(message)
         except ProtocolError as e:
             self._drop(f"malformed message: {e}")
@@ -449,9 +453,8 @@ class ClientConnection(Protocol):
         error = (
             RequestTimeout(self._why) if self._why.startswith("no response") else ConnectionClosed(self._why)
         )
-        for d, timer in pending:
-            if timer.active():
-                timer.cancel()
+        self._watchdog.stop()
+        for d, _token in pending:
             d.errback(error)
         if not self.ready.called:
             self.ready.errback(ConnectionClosed(self._why))

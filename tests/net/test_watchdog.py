@@ -1,0 +1,61 @@
+"""One reactor timer for the deadlines of every open request on a connection."""
+
+from __future__ import annotations
+
+from twisted.internet.task import Clock
+
+from garlicfarm.net.watchdog import Watchdog
+
+
+def _dog() -> tuple[Clock, Watchdog, list[str]]:
+    clock = Clock()
+    expired: list[str] = []
+    return clock, Watchdog(clock, expired.append), expired
+
+
+def test_an_open_request_expires_at_its_deadline() -> None:
+    clock, dog, expired = _dog()
+    dog.watch(5, "a")
+    clock.advance(4.9)
+    assert expired == []
+    clock.advance(0.1)
+    assert expired == ["a"]
+
+
+def test_finished_requests_never_expire_and_share_one_timer() -> None:
+    clock, dog, expired = _dog()
+    tokens = [dog.watch(5, f"r{i}") for i in range(1000)]
+    assert len(clock.getDelayedCalls()) == 1
+    for token in tokens:
+        dog.done(token)
+    clock.advance(10)
+    assert expired == [] and clock.getDelayedCalls() == []
+
+
+def test_the_earliest_open_deadline_wins_whatever_the_order() -> None:
+    clock, dog, expired = _dog()
+    first = dog.watch(10, "long")
+    dog.watch(3, "short")
+    clock.advance(3)
+    assert expired == ["short"]
+    dog.done(first)
+
+
+def test_after_a_finished_head_the_timer_moves_to_the_next_deadline() -> None:
+    clock, dog, expired = _dog()
+    head = dog.watch(5, "head")
+    clock.advance(2)
+    dog.watch(5, "next")  # due at 7
+    dog.done(head)
+    clock.advance(3)  # the timer fires at 5, finds nothing due, waits for 7
+    assert expired == []
+    clock.advance(2)
+    assert expired == ["next"]
+
+
+def test_stop_cancels_everything() -> None:
+    clock, dog, expired = _dog()
+    dog.watch(1, "x")
+    dog.stop()
+    clock.advance(2)
+    assert expired == [] and clock.getDelayedCalls() == []
