@@ -36,7 +36,7 @@ DRIVER_BOUNDS = {
     "keep_config_on_truncate": 30,
     "old_snapshot": 60,
     "overlapping_changes": 40,
-    "removed_campaigns": 30,
+    "removed_campaigns": 150,
     "skip_vote_log_check": 30,
     "stale_append_response": 600,
     "unchecked_chunk_offset": 80,
