@@ -113,19 +113,23 @@ async def pipelined(
     }
 
 
-async def library(reactor: Any, farm: ProcFarm, seconds: float, submitters: int) -> dict[str, float]:
-    """``submitters`` concurrent callers of ``GarlicFarmClient.submit``, one 100-byte entry each at a
-    time: the client library coalesces what is submitted in one reactor turn into one ClientRequest."""
+def client_settings(farm: ProcFarm) -> ClientSettings:
+    """What a client of the library needs to reach ``farm``: every node, node 1's credentials."""
     config = load_config(farm.config(1))
     endpoints: tuple[str, ...] = tuple(config.peers[i] for i in sorted(config.peers))
-    settings = ClientSettings(
+    return ClientSettings(
         endpoints=endpoints,
         username=config.username,
         password=config.password(),
         cluster=config.cluster,
         tls=config.tls,
     )
-    client = GarlicFarmClient(reactor, settings)
+
+
+async def library(reactor: Any, farm: ProcFarm, seconds: float, submitters: int) -> dict[str, float]:
+    """``submitters`` concurrent callers of ``GarlicFarmClient.submit``, one 100-byte entry each at a
+    time: the client library coalesces what is submitted in one reactor turn into one ClientRequest."""
+    client = GarlicFarmClient(reactor, client_settings(farm))
     latencies: list[float] = []
     end = time.perf_counter() + seconds
 

@@ -31,7 +31,7 @@ from twisted.internet import task
 from twisted.internet.defer import Deferred
 
 from bench.failover import Prober
-from bench.farm_bench import log_warnings_to_stderr
+from bench.farm_bench import client_settings, log_warnings_to_stderr
 from bench.tuning import set_options
 from garlicfarm.chaos.checker import read_node_log
 from garlicfarm.client import ClientSettings, GarlicFarmClient
@@ -64,18 +64,10 @@ class Writers:
 
 
 async def roll(reactor: Any, farm: ProcFarm, rounds: int, writers: int) -> dict[str, Any]:
-    config = load_config(farm.config(1))
-    endpoints: tuple[str, ...] = tuple(config.peers[i] for i in sorted(config.peers))
-    settings = ClientSettings(
-        endpoints=endpoints,
-        username=config.username,
-        password=config.password(),
-        cluster=config.cluster,
-        tls=config.tls,
-        timeout=30.0,
+    writing = Writers(reactor, client_settings(farm), writers)
+    prober = Prober(
+        reactor, FarmClient(reactor, load_config(farm.config(1)), timeout=1.0), list(range(1, farm.n + 1))
     )
-    writing = Writers(reactor, settings, writers)
-    prober = Prober(reactor, FarmClient(reactor, config, timeout=1.0), list(range(1, farm.n + 1)))
     prober.interval = 0.002
     jobs = [Deferred.fromCoroutine(writing.run(n)) for n in range(writers)]
     jobs.append(Deferred.fromCoroutine(prober.run()))

@@ -50,21 +50,22 @@ def test_transfer_hands_over_without_an_election_timeout() -> None:
     assert c[1].transfer_target is None
 
 
-def test_default_target_is_the_most_caught_up_voter() -> None:
+def _one_behind(lagging: int) -> Cluster:
+    """A settled farm led by 1 where ``lagging`` missed the last entry."""
     c = Cluster(3, GUARDED)
     _settled(c)
-    c.isolate(2)
-    c.propose(1, b"y")
+    c.isolate(lagging)
+    c.propose(1, b"behind")
     c.stabilize()
-    assert c[1].transfer_leadership() == 3
+    return c
+
+
+def test_default_target_is_the_most_caught_up_voter() -> None:
+    assert _one_behind(2)[1].transfer_leadership() == 3
 
 
 def test_a_lagging_target_is_caught_up_before_timeout_now() -> None:
-    c = Cluster(3, GUARDED)
-    _settled(c)
-    c.isolate(3)
-    c.propose(1, b"behind")
-    c.stabilize()
+    c = _one_behind(3)
     c.heal()
     assert c[1].transfer_leadership(3) == 3
     c.flush()
