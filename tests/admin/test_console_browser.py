@@ -102,6 +102,24 @@ def test_page_lists_the_members_and_marks_the_leader(browser: Any, farm: Console
     page.context.close()
 
 
+def test_step_down_from_the_leaders_page(browser: Any, farm: ConsoleFarm) -> None:
+    leader = farm.wait_for_leader()
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    other, _ = open_console(browser, farm, follower)
+    other.wait_for_selector("tr[data-member-id]")
+    expect(other.locator("#step-down")).to_be_disabled()  # only the leader's console can step down
+    other.context.close()
+    page, _ = open_console(browser, farm, leader)
+    expect(page.locator("#step-down")).to_be_enabled(timeout=15_000)
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.locator("#step-down").click()
+    page.wait_for_selector("#message:not([hidden])")
+    assert "step-down: done" in page.locator("#message").inner_text()
+    expect(page.locator("#leader")).not_to_have_text(f"server {leader}", timeout=15_000)
+    expect(page.locator("#step-down")).to_be_disabled(timeout=15_000)
+    page.context.close()
+
+
 def test_removing_a_member_from_the_page(browser: Any, farm: ConsoleFarm) -> None:
     leader = farm.wait_for_leader()
     # a follower's console removes the other follower: the action is forwarded to the leader
