@@ -34,7 +34,7 @@ snapshot_every = 5000
 pre_vote = "auto"                          # "auto": with peers that negotiate it (not JRaft); "on"; "off"
 
 [limits]                                   # all optional
-handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade
+handshake_timeout = 10.0                   # seconds to complete the HTTP upgrade (60 with profile "i2p")
 idle_timeout = 600.0                       # an inbound link silent this long is dropped
 max_inbound = 256                          # concurrent authenticated inbound connections
 max_unauthenticated = 64                   # connections still in TLS/upgrade (oldest pushed out)
@@ -122,6 +122,9 @@ class TimingProfile:
     tick_ms: int
     election_ticks: int
     heartbeat_ticks: int
+    #: [limits] handshake_timeout unless given: TLS, the upgrade and a Digest challenge are several
+    #: round trips, of seconds each over I2P (10 s timed some out over simulated tunnels)
+    handshake_timeout: float = 10.0
 
 
 #: [raft] profile (docs/operations.md, "Timing profiles"):
@@ -129,7 +132,7 @@ class TimingProfile:
 #: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
 PROFILES: dict[str, TimingProfile] = {
     "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5),
-    "i2p": TimingProfile(tick_ms=250, election_ticks=40, heartbeat_ticks=4),
+    "i2p": TimingProfile(tick_ms=250, election_ticks=40, heartbeat_ticks=4, handshake_timeout=60.0),
 }
 
 
@@ -313,7 +316,9 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         tick_seconds=tick_ms / 1000,
         raft=options,
         snapshot_every=reader.integer(raft, "raft", "snapshot_every", 10, 10**9, default=5000),
-        handshake_timeout=reader.number(limits, "limits", "handshake_timeout", 0.1, 3600, 10.0),
+        handshake_timeout=reader.number(
+            limits, "limits", "handshake_timeout", 0.1, 3600, profile.handshake_timeout
+        ),
         idle_timeout=reader.number(limits, "limits", "idle_timeout", 1, 10**7, 600.0),
         max_inbound=reader.integer(limits, "limits", "max_inbound", 1, 100_000, default=256),
         max_unauthenticated=reader.integer(limits, "limits", "max_unauthenticated", 1, 100_000, default=64),

@@ -35,6 +35,11 @@ def test_i2p_profile(node_toml: Path) -> None:
     assert _timings(_with_raft(node_toml, 'profile = "i2p"\n')) == (250, 40, 4)  # 1 s; 10-20 s
 
 
+def test_i2p_gives_handshakes_more_time(node_toml: Path) -> None:
+    assert load_config(node_toml).handshake_timeout == 10.0
+    assert load_config(_with_raft(node_toml, 'profile = "i2p"\n')).handshake_timeout == 60.0
+
+
 def test_explicit_keys_override_the_profile(node_toml: Path) -> None:
     path = _with_raft(node_toml, 'profile = "i2p"\nelection_ticks = 80\n')
     assert _timings(path) == (250, 80, 4)
