@@ -92,6 +92,8 @@ class NodeConfig:
     tls: TLSConfig | None
     peers: Mapping[int, str]
     tick_seconds: float = 0.05
+    #: seconds a client request may wait for its commit decision ([raft] commit_timeout)
+    commit_timeout: float = 10.0
     raft: RaftOptions = RaftOptions()
     snapshot_every: int = 5000
     handshake_timeout: float = 10.0
@@ -125,6 +127,10 @@ class TimingProfile:
     #: [limits] handshake_timeout unless given: TLS, the upgrade and a Digest challenge are several
     #: round trips, of seconds each over I2P (10 s timed some out over simulated tunnels)
     handshake_timeout: float = 10.0
+    #: [raft] commit_timeout unless given: how long a client request may wait for its commit decision
+    #: before the answer "unknown" (over I2P a commit is a few round trips of seconds each, and a
+    #: lost chunk costs one more: 10 s timed some out over simulated tunnels)
+    commit_timeout: float = 10.0
 
 
 #: [raft] profile (docs/operations.md, "Timing profiles"):
@@ -132,7 +138,9 @@ class TimingProfile:
 #: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
 PROFILES: dict[str, TimingProfile] = {
     "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5),
-    "i2p": TimingProfile(tick_ms=250, election_ticks=40, heartbeat_ticks=4, handshake_timeout=60.0),
+    "i2p": TimingProfile(
+        tick_ms=250, election_ticks=40, heartbeat_ticks=4, handshake_timeout=60.0, commit_timeout=60.0
+    ),
 }
 
 
@@ -161,6 +169,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "raft": frozenset(
         {
             "profile",
+            "commit_timeout",
             "tick_ms",
             "pre_vote",
             "election_ticks",
@@ -314,6 +323,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         tls=tls,
         peers=peers,
         tick_seconds=tick_ms / 1000,
+        commit_timeout=reader.number(raft, "raft", "commit_timeout", 0.1, 3600, profile.commit_timeout),
         raft=options,
         snapshot_every=reader.integer(raft, "raft", "snapshot_every", 10, 10**9, default=5000),
         handshake_timeout=reader.number(

@@ -85,6 +85,8 @@ class GarlicFarmService(MultiService):
             handshake_timeout=config.handshake_timeout,
             idle_timeout=config.idle_timeout,
             wire=Limits(max_entries_size=config.max_entries_size),
+            # a request waits up to commit_timeout for its answer: the connection waits longer
+            response_timeout=max(30.0, config.commit_timeout + 10.0),
         )
         password = config.password()
         self._password = password
@@ -124,6 +126,7 @@ class GarlicFarmService(MultiService):
             snapshots=self.snapshots,
             snapshot_every=config.snapshot_every,
             group_commit=True,
+            submit_timeout=config.commit_timeout,
         )
         self.driver.on_failure.append(self._failed)
         #: stop dialling servers that are neither members nor joining (a refused join, a removal)

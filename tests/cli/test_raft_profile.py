@@ -35,9 +35,11 @@ def test_i2p_profile(node_toml: Path) -> None:
     assert _timings(_with_raft(node_toml, 'profile = "i2p"\n')) == (250, 40, 4)  # 1 s; 10-20 s
 
 
-def test_i2p_gives_handshakes_more_time(node_toml: Path) -> None:
-    assert load_config(node_toml).handshake_timeout == 10.0
-    assert load_config(_with_raft(node_toml, 'profile = "i2p"\n')).handshake_timeout == 60.0
+def test_i2p_gives_handshakes_and_commits_more_time(node_toml: Path) -> None:
+    lan = load_config(node_toml)
+    assert (lan.handshake_timeout, lan.commit_timeout) == (10.0, 10.0)
+    i2p = load_config(_with_raft(node_toml, 'profile = "i2p"\ncommit_timeout = 90\n'))
+    assert (i2p.handshake_timeout, i2p.commit_timeout) == (60.0, 90.0)
 
 
 def test_explicit_keys_override_the_profile(node_toml: Path) -> None:
