@@ -344,17 +344,14 @@ class RaftCore:
         self.transfer_target = chosen
         self._transfer_elapsed = 0
         self._timeout_now_sent = False
-        self._maybe_timeout_now()
+        self._maybe_timeout_now(chosen)
         return chosen
 
-    def _maybe_timeout_now(self) -> None:
-        """Once the transfer target holds our whole log, tell it to campaign; until then, replicate."""
-        target = self.transfer_target
-        pr = None if target is None else self.progress.get(target)
-        if target is None or pr is None or self._timeout_now_sent:
-            return
-        if pr.match < self.log.last_index:
-            self._send_appends(target)
+    def _maybe_timeout_now(self, target: int) -> None:
+        """Once the transfer target holds our whole log, tell it to campaign (once; a heartbeat
+        allows it again). Until then replication catches it up, and each of its answers looks again."""
+        pr = self.progress.get(target)
+        if pr is None or self._timeout_now_sent or pr.match < self.log.last_index:
             return
         self._timeout_now_sent = True
         self._sends.append(
@@ -372,9 +369,7 @@ class RaftCore:
         )
 
     def _end_transfer(self) -> None:
-        self.transfer_target = None
-        self._transfer_elapsed = 0
-        self._timeout_now_sent = False
+        self.transfer_target = None  # transfer_leadership resets the rest when one starts
 
     def _pre_votes_with(self, peer: int) -> bool:
         """Whether ``peer`` is asked for pre-votes. Unknown peers are asked: the request can only leave
@@ -409,8 +404,9 @@ class RaftCore:
             if self._heartbeat_elapsed >= self.options.heartbeat_ticks:
                 self._heartbeat_elapsed = 0
                 self._heartbeat()
-                self._timeout_now_sent = False  # a lost TimeoutNow is sent again
-                self._maybe_timeout_now()
+                if self.transfer_target is not None:
+                    self._timeout_now_sent = False  # a lost TimeoutNow is sent again
+                    self._maybe_timeout_now(self.transfer_target)
             if self.transfer_target is not None:
                 self._transfer_elapsed += 1
                 if self._transfer_elapsed >= self.options.election_ticks:
@@ -822,7 +818,7 @@ class RaftCore:
             pr.paused = False
         self._send_appends(m.source)
         if m.source == self.transfer_target:
-            self._maybe_timeout_now()
+            self._maybe_timeout_now(m.source)
 
     def _maybe_commit(self) -> None:
         voters = self.voters()

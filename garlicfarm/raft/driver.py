@@ -224,10 +224,9 @@ class RaftDriver:
         """Hand this node's leadership to another voter without an election timeout in between
         (Raft dissertation §3.10): for a restart, a shutdown, or an operator's request.
 
-        Fires with the server this node handed over to once it no longer leads (the new leader's id
-        once known, else the target's), or with None at once when
-        this node does not lead or no voter can take over (none speaks the ``transfer`` feature, e.g.
-        JRaft), or after an election timeout when the target did not take over (this node leads on).
+        Fires with the server this node handed over to once it no longer leads, or with None: at once
+        when this node does not lead or no voter can take over (none speaks the ``transfer`` feature,
+        e.g. JRaft), or after an election timeout when the target did not take over (it leads on).
         """
         if not self.running or not self.core.is_leader():
             return succeed(None)
@@ -248,7 +247,7 @@ class RaftDriver:
             return
         core = self.core
         if not core.is_leader():
-            self._end_transfers(core.leader_id if core.leader_id is not None else self._handing_to)
+            self._end_transfers(self._handing_to)
         elif core.transfer_target is None:
             self.log.warn("the leadership handover did not complete within an election timeout; leading on")
             self._end_transfers(None)

@@ -229,3 +229,17 @@ def test_waiting_requests_cost_no_reactor_timer_each() -> None:
     assert len(farm.clock.getDelayedCalls()) <= before + 1  # at most the end-of-turn drain
     farm.run(0.05)
     assert all(d.called for d in waiting)
+
+
+def test_every_waiting_request_times_out_not_only_the_last() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    others = [i for i in farm.drivers if i != leader.core.id]
+    farm.cut |= {(leader.core.id, i) for i in others} | {(i, leader.core.id) for i in others}
+    first = leader.submit(b"first")
+    farm.run(0.03)  # less than an election timeout: it still leads
+    second = leader.submit(b"second")
+    farm.run(leader.submit_timeout + 1)
+    for d in (first, second):
+        with pytest.raises(CommitTimeout):
+            outcome(d)

@@ -73,3 +73,20 @@ def test_stopping_the_driver_ends_a_waiting_transfer() -> None:
     d = leader.transfer_leadership()
     leader.stop()
     assert outcome(d) is None
+
+
+def test_a_follower_asked_to_transfer_says_nothing() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    follower = farm.drivers[_others(farm, leader.core.id)[0]]
+    with driver_lines() as lines:
+        assert outcome(follower.transfer_leadership()) is None
+    assert lines == []
+
+
+def test_the_driver_passes_what_the_handshake_said_to_the_core() -> None:
+    farm = Farm(3)
+    driver = farm.drivers[1]
+    driver.set_transfer_support(2, False)
+    driver.set_transfer_support(3, True)
+    assert driver.core._transfer_support == {2: False, 3: True}

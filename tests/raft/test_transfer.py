@@ -244,3 +244,42 @@ def test_every_message_of_a_handover_encodes() -> None:
             assert decode(encode(env.message)) == env.message
         c.deliver()
     assert c[2].is_leader()
+
+
+def test_the_most_caught_up_voter_wins_even_with_a_higher_id_behind() -> None:
+    assert _one_behind(3)[1].transfer_leadership() == 2
+
+
+def test_among_equally_caught_up_voters_the_lowest_id_is_chosen() -> None:
+    c = Cluster(3, GUARDED)
+    _settled(c)
+    assert c[1].transfer_leadership() == 2
+
+
+def test_timeout_now_goes_once_until_the_next_heartbeat() -> None:
+    c = Cluster(3, GUARDED)
+    _settled(c)
+    c[1].transfer_leadership(2)
+    c.flush()
+    assert len(c.take(_timeout_now)) == 1
+    last = c[1].log.last_index
+    c.step(
+        1, AppendEntriesResponse(source=2, destination=1, term=c[1].term, next_index=last + 1, accepted=True)
+    )
+    c.flush()
+    assert c.take(_timeout_now) == []  # a late answer from the target does not send it again
+
+
+def test_only_the_targets_answers_can_trigger_timeout_now() -> None:
+    c = Cluster(3, GUARDED)
+    _settled(c)
+    c.isolate(2)
+    c.propose(1, b"2 lacks this")
+    c.stabilize()
+    c[1].transfer_leadership(2)
+    last = c[1].log.last_index
+    c.step(
+        1, AppendEntriesResponse(source=3, destination=1, term=c[1].term, next_index=last + 1, accepted=True)
+    )
+    c.flush()
+    assert c.take(_timeout_now) == []  # server 3 is caught up, but it is not the target
