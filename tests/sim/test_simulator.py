@@ -76,7 +76,7 @@ def test_history_check_finds(ops: list[ClientOp], log: dict[int, bytes], problem
 def test_no_faults_run_commits_a_lot() -> None:
     from garlicfarm.sim.faults import Faults
 
-    settings = SimSettings(nodes=3, swarm=False, membership_every=0)
+    settings = SimSettings(nodes=3, swarm=False, membership_every=0, transfer_every=0)
     result = run_seed(1, attrs.evolve(settings, faults=Faults.none()))
     assert result.ok
     assert result.elections == 1
