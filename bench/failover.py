@@ -36,7 +36,6 @@ from garlicfarm.config import PROFILES, load_config
 from garlicfarm.farminit import FarmSpec
 from garlicfarm.net.client import FarmClient
 from garlicfarm.net.connection import ClientConnection
-from garlicfarm.wire import NO_LEADER
 from tests.e2e.procfarm import ProcFarm
 
 
@@ -54,9 +53,17 @@ class Prober:
         self.timeout = 0.3
         #: a node leads if it acknowledged a probe this recently
         self.recent = 0.1
+        #: when each node last failed us: a follower that has not noticed yet still names a dead
+        #: leader, and dialling it again costs a connection timeout
+        self.failed_at: dict[int, float] = {}
+
+    def _failed_lately(self, node: int) -> bool:
+        return time.monotonic() - self.failed_at.get(node, float("-inf")) < 1.0
 
     def _next(self) -> None:
-        self.target = self.nodes[(self.nodes.index(self.target) + 1) % len(self.nodes)]
+        i = self.nodes.index(self.target)
+        order = self.nodes[i + 1 :] + self.nodes[: i + 1]
+        self.target = next((n for n in order if not self._failed_lately(n)), order[0])
 
     async def keep_warm(self) -> None:
         """Hold an authenticated connection to every node (reconnecting every 0.2 s), as a client
@@ -81,12 +88,13 @@ class Prober:
                 answer = await conn.request(request(), timeout=self.timeout)
                 if answer.accepted:
                     self.commits.append((time.monotonic(), target))
-                elif answer.destination != NO_LEADER and answer.destination in self.nodes:
+                elif answer.destination in self.nodes and not self._failed_lately(answer.destination):
                     self.target = answer.destination
                 else:
                     self._next()
             except Exception:
                 self.conns.pop(target, None)
+                self.failed_at[target] = time.monotonic()
                 self._next()
             await task.deferLater(self.reactor, self.interval)
 

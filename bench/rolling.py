@@ -34,6 +34,7 @@ from bench.failover import Prober
 from bench.farm_bench import client_settings, log_warnings_to_stderr
 from bench.tuning import set_options
 from garlicfarm.chaos.checker import read_node_log
+from garlicfarm.chaos.procs import NO_SNAPSHOTS
 from garlicfarm.client import ClientSettings, GarlicFarmClient
 from garlicfarm.config import load_config
 from garlicfarm.net.client import FarmClient
@@ -150,7 +151,8 @@ def main() -> None:
         farm = ProcFarm(args.workdir or Path(tmp) / "farm", args.nodes)
         for i in range(1, args.nodes + 1):
             set_options(farm.config(i), "app", interval=3600)
-            set_options(farm.config(i), "raft", profile=args.profile)
+            # no log compaction: the check afterwards reads every committed entry from the logs
+            set_options(farm.config(i), "raft", profile=args.profile, snapshot_every=NO_SNAPSHOTS)
         farm.start_all()
         outcome: dict[str, Any] = {}
         try:

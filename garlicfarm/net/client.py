@@ -165,7 +165,13 @@ class FarmClient:
                     return response
                 unreachable.pop(target, None)
                 leader = response.destination
-                if leader not in (NO_LEADER, response.source) and leader in self.endpoints:
+                named = self.endpoints.get(leader)
+                # a follower that has not noticed yet still names a leader we just failed to reach
+                if (
+                    leader not in (NO_LEADER, response.source)
+                    and named is not None
+                    and named not in unreachable
+                ):
                     self.log.info("redirected to the leader, server {id}", id=leader)
                     tried.add(target)
                     target = self.endpoints[leader]
