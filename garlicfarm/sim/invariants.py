@@ -3,7 +3,8 @@
 * election safety: at most one leader per term;
 * log matching: an (index, term) pair names one entry, with one predecessor term, on every node, so
   two logs holding the same (index, term) are equal up to it;
-* leader completeness: a leader's log holds every committed entry;
+* leader completeness: a leader's log holds every entry committed in an earlier term (a stale leader
+  of an older term, elected late by delayed votes, need not: Raft's property is about later terms);
 * state-machine safety: every node applies the same entry at an index;
 * monotonic commit: a node's commit index never goes back while it runs;
 * durable quorum: when a leader commits index i, a quorum of its configuration has i, with the same
@@ -47,6 +48,8 @@ class InvariantChecker:
         self._entries: dict[tuple[int, int], tuple[tuple[int, int, bytes], int | None]] = {}
         #: index -> key of the entry committed (applied) there
         self._committed: dict[int, tuple[int, int, bytes]] = {}
+        #: index -> term of the first leader seen to commit it
+        self._commit_terms: dict[int, int] = {}
         self._commit: dict[int, int] = {}
         #: index -> state machine state (snapshot bytes) after applying it
         self._states: dict[int, bytes] = {}
@@ -76,10 +79,18 @@ class InvariantChecker:
         if other != node:
             self.fail("election safety", f"nodes {other} and {node} both lead term {term}")
 
-    def leader_log(self, node: int, term_at: Iterable[tuple[int, int | None]]) -> None:
-        """``term_at`` yields (index, term in the leader's log) for every committed index to check."""
+    def leader_committed(self, node: int, since: int, upto: int, term: int) -> None:
+        """Leader ``node`` of ``term`` moved its commit index from ``since`` to ``upto``."""
+        for index in range(since + 1, upto + 1):
+            self._commit_terms.setdefault(index, term)
+
+    def leader_log(self, node: int, leader_term: int, term_at: Iterable[tuple[int, int | None]]) -> None:
+        """``term_at`` yields (index, term in the leader's log) for every committed index to check; a
+        leader must hold those committed in terms before its own (Raft §5.4, Leader Completeness)."""
         for index, term in term_at:
             key = self._committed.get(index)
+            if self._commit_terms.get(index, leader_term) >= leader_term:
+                continue  # committed in this term or a later one: a stale leader may lack it
             if key is not None and term is not None and term != key[0]:
                 self.fail(
                     "leader completeness",

@@ -360,6 +360,7 @@ class SimNode:
                 )
             self.checker.leader_log(
                 self.id,
+                core.term,
                 (
                     (i, core.log.term_at(i))
                     for i in self.checker.committed_indexes()
@@ -368,6 +369,7 @@ class SimNode:
             )
         self._check_progress(core)
         if core.commit > self._seen_commit:
+            self.checker.leader_committed(self.id, self._seen_commit, core.commit, core.term)
             self._seen_commit = core.commit
             term = core.log.term_at(core.commit)
             assert term is not None
