@@ -11,10 +11,13 @@ import itertools
 from collections.abc import Callable
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.logger import Logger
 
 
 class Watchdog:
     """``expired(what)`` is called once a deadline passes with its request still open."""
+
+    log = Logger()
 
     def __init__(self, reactor: IReactorTime, expired: Callable[[str], None]) -> None:
         self._reactor = reactor
@@ -48,11 +51,19 @@ class Watchdog:
 
     def _fire(self) -> None:
         self._timer = None
-        if not self._open:
-            return
         now = self._reactor.seconds()
-        deadline, what = min(self._open.values())
-        if deadline <= now:
-            self._expired(what)
-        elif self._open:
-            self._schedule(deadline)
+        overdue = sorted(
+            (deadline, token) for token, (deadline, _what) in self._open.items() if deadline <= now
+        )
+        for _deadline, token in overdue:
+            entry = self._open.pop(token, None)
+            if entry is None:
+                continue  # an earlier handler closed the connection, which stopped us
+            what = entry[1]
+            try:
+                self._expired(what)
+            except Exception:
+                # a timer must not die with the deadlines behind it: say so, and go on
+                self.log.failure("a request deadline's handler failed ({what})", what=what)
+        if self._open:
+            self._schedule(min(deadline for deadline, _what in self._open.values()))

@@ -385,7 +385,8 @@ class RaftDriver:
 
     def _expire(self) -> None:
         now = self.reactor.seconds()
-        for seconds, queue in self._deadlines.items():
+        # a copy: an errback of the timeout may start a request with a timeout length not seen yet
+        for seconds, queue in list(self._deadlines.items()):
             while queue and queue[0][0] <= now:
                 self._time_out(queue.popleft()[1], seconds)
 
@@ -396,10 +397,14 @@ class RaftDriver:
 
     def _tick(self) -> None:
         # The LoopingCall must never die: a failure here stops the node loudly instead.
-        if self._guarded(self.core.tick):
-            self._process()
+        if not self._guarded(self.core.tick):
+            return
+        self._process()
+        try:
             self._check_transfer()
-        self._expire()
+            self._expire()
+        except Exception:
+            self._fail(Failure(), "the driver's handover or request deadlines failed")
 
     def _on_response(self, response: Response) -> None:
         if self.running and self._guarded(self.core.step, response):

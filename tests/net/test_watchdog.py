@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from twisted.internet.task import Clock
+from twisted.logger import capturedLogs, formatEvent
 
 from garlicfarm.net.watchdog import Watchdog
 
@@ -59,3 +60,37 @@ def test_stop_cancels_everything() -> None:
     dog.stop()
     clock.advance(2)
     assert expired == [] and clock.getDelayedCalls() == []
+
+
+def test_a_failing_expiry_is_logged_and_the_later_deadlines_still_fire() -> None:
+    clock = Clock()
+    expired: list[str] = []
+
+    def expire(what: str) -> None:
+        expired.append(what)
+        if what == "first":
+            raise RuntimeError("a bug in the connection's drop")
+
+    dog = Watchdog(clock, expire)
+    dog.watch(1, "first")
+    dog.watch(2, "second")
+    with capturedLogs() as events:
+        clock.advance(1)
+        clock.advance(1)
+    assert expired == ["first", "second"]
+    assert any("deadline" in (formatEvent(e) or "") for e in events if e.get("log_failure"))
+
+
+def test_a_handler_that_stops_the_watchdog_ends_the_round() -> None:
+    clock = Clock()
+    expired: list[str] = []
+
+    def expire_and_close(what: str) -> None:
+        expired.append(what)
+        dog.stop()  # what a connection's drop does when its transport closes at once
+
+    dog = Watchdog(clock, expire_and_close)
+    dog.watch(1, "a")
+    dog.watch(1, "b")
+    clock.advance(1)
+    assert expired == ["a"] and clock.getDelayedCalls() == []

@@ -243,3 +243,33 @@ def test_every_waiting_request_times_out_not_only_the_last() -> None:
     for d in (first, second):
         with pytest.raises(CommitTimeout):
             outcome(d)
+
+
+def test_a_timeout_callback_that_waits_on_another_deadline_does_not_kill_the_ticker() -> None:
+    """A CommitTimeout errback may start a request with another timeout length (a membership change
+    after a failed submit): the expiry loop must not trip over the deadline queue it iterates, or
+    the tick's LoopingCall dies and the node with it."""
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    others = [i for i in farm.drivers if i != leader.core.id]
+    farm.cut |= {(leader.core.id, i) for i in others} | {(i, leader.core.id) for i in others}
+    failed: list[object] = []
+
+    def retry_elsewhere(failure: Failure) -> None:
+        failed.append(failure.value)
+        leader._expire_after(10**6, leader.submit_timeout * 7)  # a deadline of a length not seen yet
+
+    leader.submit(b"lost").addErrback(retry_elsewhere)
+    farm.run(leader.submit_timeout + 1)
+    assert [type(e) for e in failed] == [CommitTimeout]
+    assert leader.running and leader._ticker.running
+
+
+def test_a_failure_in_the_deadline_queue_stops_the_node_loudly() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    leader._deadlines = None  # type: ignore[assignment]  # any bug in the expiry path
+    with driver_lines() as lines:
+        farm.run(0.05)
+    assert not leader.running and leader.stopped_by is not None
+    assert any("request deadlines failed; stopping this node" in text for _level, text in lines)
