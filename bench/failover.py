@@ -29,7 +29,7 @@ from twisted.internet.defer import Deferred
 from bench.farm_bench import log_warnings_to_stderr, request
 from bench.stats import summary
 from bench.tuning import set_options
-from garlicfarm.chaos.faults import I2P_TUNNEL, LinkTable
+from garlicfarm.chaos.faults import I2P_TUNNEL, LinkTable, all_links
 from garlicfarm.chaos.procs import proxied_config
 from garlicfarm.chaos.proxy import ChaosProxy
 from garlicfarm.config import PROFILES, load_config
@@ -142,7 +142,7 @@ async def _behind_proxy(reactor: Any, farm: ProcFarm, profile: str) -> ChaosProx
     spec = FarmSpec(farm.dir, farm.n, farm.base)
     table = LinkTable(random.Random(1))
     proxy = ChaosProxy(reactor, table, {k: spec.port(k) for k in range(1, farm.n + 1)})
-    links = [(i, j) for i in range(1, farm.n + 1) for j in range(1, farm.n + 1) if i != j]
+    links = all_links(farm.n)
     ports = await proxy.listen(links)
     table.tunnel(links, I2P_TUNNEL)
     for k in range(1, farm.n + 1):

@@ -134,7 +134,7 @@ class TimingProfile:
 
 
 #: [raft] profile (docs/operations.md, "Timing profiles"):
-#: lan: heartbeats every 50 ms, election timeout 150-300 ms (fail-over in about 0.2 s on a LAN);
+#: lan: heartbeats every 50 ms, election timeout 150-300 ms (kill -9 of a leader: next commit in 0.3 s);
 #: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
 PROFILES: dict[str, TimingProfile] = {
     "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5),

@@ -48,6 +48,11 @@ class Tunnel:
 I2P_TUNNEL = Tunnel(min_delay=1.0, max_delay=3.0, loss=0.05, retransmit=6.0)
 
 
+def all_links(nodes: int) -> list[Link]:
+    """Every directed link between ``nodes`` servers numbered from 1."""
+    return [(i, j) for i in range(1, nodes + 1) for j in range(1, nodes + 1) if i != j]
+
+
 class LinkTable:
     """Directed links that are down (bytes held) or delayed; observers hear of every change."""
 

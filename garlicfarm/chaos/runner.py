@@ -17,7 +17,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from garlicfarm.chaos.checker import RunVerdict, check_run, read_node_log
-from garlicfarm.chaos.faults import I2P_TUNNEL, NETWORK, Fault, FaultSchedule, Kind, LinkTable
+from garlicfarm.chaos.faults import I2P_TUNNEL, NETWORK, Fault, FaultSchedule, Kind, LinkTable, all_links
 from garlicfarm.chaos.procs import NodeProcesses
 from garlicfarm.chaos.proxy import ChaosProxy
 from garlicfarm.chaos.workload import Tally, Workload
@@ -114,7 +114,7 @@ class ChaosRun:
         s = self.settings
         n = s.nodes
         try:
-            links = [(i, j) for i in range(1, n + 1) for j in range(1, n + 1) if i != j]
+            links = all_links(n)
             proxy_ports = await self.proxy.listen(links)
             if s.links == "i2p":
                 self.table.tunnel(links, I2P_TUNNEL)

@@ -174,7 +174,7 @@ class FarmClient:
                 ):
                     self.log.info("redirected to the leader, server {id}", id=leader)
                     tried.add(target)
-                    target = self.endpoints[leader]
+                    target = named
                     continue
                 if leader == response.source:
                     raise ClientError(f"{what}: refused by the leader (server {leader})")
