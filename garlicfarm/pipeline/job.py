@@ -40,7 +40,7 @@ from garlicfarm.pipeline.options import (
     options_from,
     spark_conf_from,
 )
-from garlicfarm.pipeline.records import read_archive
+from garlicfarm.pipeline.records import read_archive, with_line_numbers
 from garlicfarm.pipeline.replay import replay_farms, timeline_table, weights_table
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
 
@@ -143,8 +143,13 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
         farms = sum(1 for r in per_farm if r["ok"])
         log.info("%d valid status records, %d rejected lines", counts.get(True, 0), counts.get(False, 0))
         with _stage(spark, "writing rejects"):
-            parsed.where(~F.col("ok")).select(
-                "partition", "file", "cluster", "index", "kind", "reason", "line"
+            rejects = parsed.where(~F.col("ok"))
+            if counts.get(False):
+                rejects = with_line_numbers(spark, rejects, parsed)
+            else:
+                rejects = rejects.withColumn("line_number", F.lit(None).cast("long"))
+            rejects.select(
+                "partition", "file", "line_number", "cluster", "index", "kind", "reason", "line"
             ).write.mode("overwrite").parquet(table_uri(out, "rejects"))
         if not counts.get(True):
             rejected = counts.get(False, 0)

@@ -10,13 +10,13 @@ UTF-8 are caught here rather than silently replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any, TypeGuard
 
 import attrs
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
+from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -36,6 +36,7 @@ from garlicfarm.app.schema import (
     parse_entry,
     unique_keys,
 )
+from garlicfarm.pipeline import native
 
 #: how much of a rejected line the rejects table keeps
 REJECT_LINE_CHARS = 300
@@ -43,9 +44,10 @@ REJECT_LINE_CHARS = 300
 #: reject kinds: where in a line the problem is
 ENCODING, JSON, ENVELOPE, SCHEMA, ADMIN = "encoding", "json", "envelope", "schema", "admin"
 
-PARSED_SCHEMA = StructType(
+#: what the Python checker returns for a line (:func:`check_lines`)
+CHECKED_SCHEMA = StructType(
     [
-        StructField("ok", BooleanType(), False),
+        StructField("ok", BooleanType(), True),
         StructField("cluster", StringType(), True),
         StructField("index", LongType(), True),
         StructField("recorded", IntegerType(), True),
@@ -65,8 +67,19 @@ PARSED_SCHEMA = StructType(
         StructField("kind", StringType(), True),
         StructField("reason", StringType(), True),
         StructField("line", StringType(), True),
+    ]
+)
+#: the columns of a valid line, whichever path checked it
+VALID_FIELDS = CHECKED_SCHEMA.fieldNames()[: CHECKED_SCHEMA.fieldNames().index("kind")]
+
+#: what :func:`read_archive` gives for every line: the checked fields and where the line is
+PARSED_SCHEMA = StructType(
+    [
+        *CHECKED_SCHEMA.fields,
         StructField("partition", StringType(), True),
         StructField("file", StringType(), True),
+        StructField("block", LongType(), True),  # the byte where the task's chunk of the file starts
+        StructField("row", LongType(), True),  # monotonically_increasing_id, in file order in a chunk
     ]
 )
 
@@ -130,56 +143,70 @@ def parse_line(line: bytes) -> Parsed | Reject:
     return Parsed(index, recorded, entry, data)
 
 
+def _storable(text: str) -> str:
+    """``text`` with any lone surrogate (a rejected line's ``"\\ud800"``) written as an escape: a
+    table's strings are UTF-8, and one such character failed the whole job."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _shown(line: bytes) -> str:
     return line[:REJECT_LINE_CHARS].decode("utf-8", "backslashreplace")
 
 
-def parse_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` body: columns ``value`` (bytes), ``partition``, ``file`` to :data:`PARSED_SCHEMA`."""
-    names = [f.name for f in PARSED_SCHEMA.fields]
-    for batch in batches:
-        columns: dict[str, list[Any]] = {name: [] for name in names}
-        rows = zip(batch["value"].tolist(), batch["partition"].tolist(), batch["file"].tolist(), strict=True)
-        for value, partition, file in rows:
-            line = bytes(value)
-            result = parse_line(line)
-            if isinstance(result, Parsed):
-                record = result.record
-                router = record.router
-                row: tuple[Any, ...] = (
-                    True,
-                    record.cluster,
-                    result.index,
-                    result.recorded,
-                    record.id,
-                    record.date,
-                    router.uptime,
-                    router.netStatus,
-                    scoring.healthy(record),
-                    router.participatingTunnels,
-                    router.bandwidthCurrent,
-                    router.jobLag,
-                    record.meta.publishConfig,
-                    len(record.destinations),
-                    result.data,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                )
-            else:
-                row = (False, result.cluster, result.index, *[None] * 12)
-                row += (result.kind, result.reason, _shown(line), partition, file)
-            for name, item in zip(names, row, strict=True):
-                columns[name].append(item)
-        yield _frame(columns)
+def check_lines(values: pd.Series) -> pd.DataFrame:
+    """The pandas UDF body: each line (bytes) checked by :func:`parse_line`, as
+    :data:`CHECKED_SCHEMA`; a null in (a line the JVM already vouched for) gives a null row out."""
+    names = CHECKED_SCHEMA.fieldNames()
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    empty = (None,) * len(names)
+    for value in values.tolist():
+        row = empty if value is None else _checked(bytes(value))
+        for name, item in zip(names, row, strict=True):
+            columns[name].append(item)
+    return _frame(columns, CHECKED_SCHEMA)
 
 
-def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+def _checked(line: bytes) -> tuple[Any, ...]:
+    result = parse_line(line)
+    if isinstance(result, Reject):
+        cluster = None if result.cluster is None else _storable(result.cluster)
+        return (
+            False,
+            cluster,
+            result.index,
+            *[None] * 12,
+            result.kind,
+            _storable(result.reason),
+            _shown(line),
+        )
+    record = result.record
+    router = record.router
+    return (
+        True,
+        record.cluster,
+        result.index,
+        result.recorded,
+        record.id,
+        record.date,
+        router.uptime,
+        router.netStatus,
+        scoring.healthy(record),
+        router.participatingTunnels,
+        router.bandwidthCurrent,
+        router.jobLag,
+        record.meta.publishConfig,
+        len(record.destinations),
+        result.data,
+        None,
+        None,
+        None,
+    )
+
+
+def _frame(columns: dict[str, list[Any]], schema: StructType) -> pd.DataFrame:
     # Nullable pandas dtypes: a plain int column with a null would become float and lose digits.
     data: dict[str, Any] = {}
-    for field in PARSED_SCHEMA.fields:
+    for field in schema.fields:
         values = columns[field.name]
         if isinstance(field.dataType, IntegerType | LongType):
             data[field.name] = pd.array(values, dtype="Int64")
@@ -191,12 +218,51 @@ def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
 
 
 def read_archive(spark: SparkSession, uri: str) -> DataFrame:
-    """Every line of the archive under ``uri``, parsed (lazily): valid records and rejects alike."""
+    """Every line of the archive under ``uri``, parsed (lazily): valid records and rejects alike.
+
+    One pass: the JVM reads and checks every line (:mod:`.native`); only the lines it cannot vouch for
+    reach the Python checker (the others cross to Python as nulls), whose verdict is then the line's."""
     # exactly the archive's files (node-<id>.jsonl, compressed or not): not a .jsonl.bak beside them
     lines = spark.read.option("pathGlobFilter", "*.{jsonl,jsonl.gz}").text(uri)
     partition = F.col("date").cast("string") if "date" in lines.columns else F.lit(None).cast("string")
-    return lines.select(
-        F.col("value").cast("binary").alias("value"),
-        partition.alias("partition"),
-        F.col("_metadata.file_path").alias("file"),
-    ).mapInPandas(parse_batches, PARSED_SCHEMA)
+    classified = native.classify(
+        lines.select(
+            F.col("value").cast("binary").alias("value"),
+            partition.alias("partition"),
+            F.col("_metadata.file_path").alias("file"),
+            # where a line is: the file's chunk this task read, and the row's place in the task
+            F.col("_metadata.file_block_start").alias("block"),
+            F.monotonically_increasing_id().alias("row"),
+        )
+    )
+    checker = pandas_udf(check_lines, CHECKED_SCHEMA)  # type: ignore[call-overload]
+    checked = classified.withColumn("python", checker(F.when(~F.col("clean"), F.col("value"))))
+    clean = F.col("clean")
+    columns = []
+    for name, column in zip(VALID_FIELDS, native.clean_columns(), strict=True):
+        columns.append(F.when(clean, column).otherwise(F.col("python")[name]).alias(name))
+    columns += [F.col("python")[name].alias(name) for name in ("kind", "reason", "line")]
+    columns += [F.col(name) for name in ("partition", "file", "block", "row")]
+    return checked.select(*columns)
+
+
+def with_line_numbers(spark: SparkSession, rejects: DataFrame, parsed: DataFrame) -> DataFrame:
+    """``rejects`` with ``line_number``: where the line is in its file, counting from 1.
+
+    A task reads a chunk of a file (``block``, its first byte) and numbers its rows in file order
+    (``row``); the chunks of a file, in byte order, hold its lines in order. So a line's number is the
+    lines of the chunks before its own, plus its place in its chunk: one small aggregation."""
+    chunks = (
+        parsed.groupBy("file", "block")
+        .agg(F.count(F.lit(1)).alias("lines"), F.min("row").alias("first_row"))
+        .collect()
+    )
+    starts: list[tuple[str, int, int, int]] = []
+    before: dict[str, int] = {}
+    for chunk in sorted(chunks, key=lambda c: (c["file"], c["block"])):
+        file = chunk["file"]
+        starts.append((file, int(chunk["block"]), int(chunk["first_row"]), before.get(file, 0)))
+        before[file] = before.get(file, 0) + int(chunk["lines"])
+    table = spark.createDataFrame(starts, "file string, block long, first_row long, lines_before long")
+    number = F.col("lines_before") + F.col("row") - F.col("first_row") + 1
+    return rejects.join(F.broadcast(table), ["file", "block"], "left").withColumn("line_number", number)

@@ -23,6 +23,7 @@ import datetime
 import logging
 import math
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,14 +63,22 @@ BAD_KINDS = (
     "not-json",
 )
 
-# Field order is free in JSON; this one lets the bad variants below be made by replacing one field.
-_PREFIX = '{"index":%d,"recorded":%d,"record":'
+# Good lines are exactly what the farm's TelemetryArchive writes (record_to_json, keys sorted, every
+# field present): tests/pipeline/test_synth.py holds them to it. The bad variants below are made by
+# replacing one field.
+_PREFIX = '{"index":%d,"record":'
+_SUFFIX = ',"recorded":%d}'
 _BODY = (
-    '{"cluster":"%s","date":%d,"id":%d,"meta":{"publishConfig":"%s"},'
-    '"router":{"uptime":%d,"netStatus":"%s","jobLag":%d,"participatingTunnels":%d,'
-    '"bandwidthConfigured":%d,"bandwidthCurrent":%d},"destinations":[%s]}'
+    '{"cluster":"%s","config":{},"date":%d,"destinations":[%s],"id":%d,'
+    '"meta":{"destination":null,"lastPublishedLS":null,"lastPublishedTime":0,"publishConfig":"%s",'
+    '"publishing":false},'
+    '"router":{"bandwidthConfigured":%d,"bandwidthCurrent":%d,"exploratoryTunnels":0,"jobLag":%d,'
+    '"lastPublishedRI":null,"netStatus":"%s","participatingTunnels":%d,"uptime":%d},"version":1}'
 )
-_DEST = '{"destination":"%s","uptime":%d,"tunnelsCurrent":%d,"bandwidthCurrent":%d}'
+_DEST = (
+    '{"bandwidthConfigured":0,"bandwidthCurrent":%d,"blocklist":[],"connectionsConfigured":0,'
+    '"connectionsCurrent":0,"destination":"%s","tunnelsConfigured":0,"tunnelsCurrent":%d,"uptime":%d}'
+)
 
 
 @attrs.frozen
@@ -171,7 +180,7 @@ class _FarmGenerator:
                     continue
                 if m.held is not None:
                     self.index += 1
-                    lines.append(_PREFIX % (self.index, prefix_node) + m.held[1] + "}")
+                    lines.append(_PREFIX % self.index + m.held[1] + _SUFFIX % prefix_node)
                     result.records += 1
                     m.held = None
                 date = t + m.offset + int(rnd() * 1000)
@@ -201,22 +210,22 @@ class _FarmGenerator:
                 lag = int(rnd() * rnd() * 400) if rnd() < 0.97 else int(1000 + rnd() * 9000)
                 dests = ",".join(
                     [
-                        _DEST % (d, uptime, (2 + int(rnd() * 5)) if healthy else 0, int(bandwidth * 0.05))
+                        _DEST % (int(bandwidth * 0.05), d, (2 + int(rnd() * 5)) if healthy else 0, uptime)
                         for d in m.destinations
                     ]
                 )
                 body = _BODY % (
                     cluster,
                     date,
+                    dests,
                     m.id,
                     m.publish,
-                    uptime,
-                    m.status,
-                    lag,
-                    tunnels,
                     m.bandwidth,
                     bandwidth,
-                    dests,
+                    lag,
+                    m.status,
+                    tunnels,
+                    uptime,
                 )
                 if stale:
                     m.held = (date, body)
@@ -228,16 +237,16 @@ class _FarmGenerator:
                     result.bad += 1
                     result.bad_kinds[kind] = result.bad_kinds.get(kind, 0) + 1
                 else:
-                    lines.append(_PREFIX % (self.index, prefix_node) + body + "}")
+                    lines.append(_PREFIX % self.index + body + _SUFFIX % prefix_node)
                     result.records += 1
         return lines
 
 
 def _break(kind: str, index: int, node: int, body: str, date: int, member: int, status: str) -> str:
     """A broken line of one ``kind`` (a lone surrogate stands for a byte that is not UTF-8)."""
-    prefix = _PREFIX % (index, node)
+    prefix, suffix = _PREFIX % index, _SUFFIX % node
     if kind == "truncated":
-        line = prefix + body + "}"
+        line = prefix + body + suffix
         return line[: len(line) // 2]
     if kind == "not-json":
         return "<html><body>502 Bad Gateway</body></html>"
@@ -248,17 +257,18 @@ def _break(kind: str, index: int, node: int, body: str, date: int, member: int, 
         "status-number": lambda b: b.replace(f'"netStatus":"{status}"', '"netStatus":7', 1),
         "not-utf8": lambda b: b.replace('"cluster":"', '"cluster":"\udcff', 1),
         "id-zero": lambda b: b.replace(f'"id":{member},', '"id":0,', 1),
-        "destinations-object": lambda b: (
-            b.replace('"destinations":[', '"destinations":{"list":[', 1)[:-1] + "}}"
-        ),
+        "destinations-object": lambda b: _DESTINATIONS.sub(r'"destinations":{"list":[\1]},"id"', b, 1),
         "publish-config": lambda b: b.replace('"publishConfig":"', '"publishConfig":"sometimes-', 1),
-        "version": lambda b: b.replace('"date":', '"version":2,"date":', 1),
+        "version": lambda b: b.replace('"version":1}', '"version":2}', 1),
         # deeper than schema.MAX_DEPTH, in the free-form config section
-        "deep": lambda b: b.replace('"date":', '"config":' + '{"a":' * 40 + "1" + "}" * 40 + ',"date":', 1),
+        "deep": lambda b: b.replace('"config":{}', '"config":' + '{"a":' * 40 + "1" + "}" * 40, 1),
         # more than schema.MAX_RECORD_BYTES
-        "huge": lambda b: b.replace('"date":', '"config":{"pad":"' + "x" * 70_000 + '"},"date":', 1),
+        "huge": lambda b: b.replace('"config":{}', '"config":{"pad":"' + "x" * 70_000 + '"}', 1),
     }
-    return prefix + edits[kind](body) + "}"
+    return prefix + edits[kind](body) + suffix
+
+
+_DESTINATIONS = re.compile(r'"destinations":\[(.*?)\],"id"')
 
 
 def _day_ms(day: datetime.date) -> int:

@@ -15,6 +15,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -23,6 +24,7 @@ import pytest
 from garlicfarm.app import scoring
 from garlicfarm.app.schema import SchemaError, StatusRecord, parse_entry
 from garlicfarm.app.state import FarmState
+from garlicfarm.pipeline.records import _shown
 from garlicfarm.pipeline.synth import SynthResult, SynthSettings, generate
 from garlicfarm.wire.payloads import Application, ClusterServer, Configuration, LogEntry
 
@@ -196,6 +198,11 @@ def test_rejects_are_counted_by_kind_and_never_fatal(
     assert max(len(line) for line in rejects.column("line").to_pylist()) <= 4 * 300
     files = Counter(Path(f).name for f in rejects.column("file").to_pylist())
     assert files["node-9.jsonl"] == len(HOSTILE)
+    # and where: the line number finds the very line in its file
+    where = (rejects.column(c).to_pylist() for c in ("file", "line_number", "line"))
+    for file, number, shown in zip(*where, strict=True):
+        text = Path(unquote(urlparse(file).path)).read_bytes().split(b"\n")[number - 1]
+        assert _shown(text) == shown
 
 
 def test_valid_records_are_what_synth_wrote(archive: tuple[Path, SynthResult]) -> None:

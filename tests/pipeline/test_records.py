@@ -76,3 +76,16 @@ def test_a_lone_surrogate_escape_is_rejected_as_the_live_schema_rejects_it() -> 
     parsed = parse_line(line)
     assert isinstance(parsed, Reject) and parsed.kind == "schema"
     assert parsed.reason == "config.s: holds a lone surrogate, not valid Unicode text"
+
+
+def test_a_reject_naming_a_lone_surrogate_can_be_stored() -> None:
+    """Regression (issue 18): a rejected line's cluster ``"\\ud800"`` could not go into the rejects
+    table (not UTF-8 text) and failed the whole job."""
+    from garlicfarm.pipeline.records import _checked
+
+    checked = _checked(b'{"index":1,"recorded":1,"record":{"cluster":"\\ud800x","date":1,"id":0}}')
+    assert checked[0] is False
+    assert checked[1] == "\\ud800x"
+    for value in checked:
+        if isinstance(value, str):
+            value.encode("utf-8")

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from garlicfarm.app.schema import StatusRecord, parse_entry
+from garlicfarm.app.schema import StatusRecord, parse_entry, record_to_json
 from garlicfarm.pipeline.synth import BAD_KINDS, SynthSettings, generate
 
 
@@ -49,5 +49,14 @@ def test_valid_lines_pass_the_live_schema_in_log_order(tmp_path: Path) -> None:
         assert record.date > last_date.get((record.cluster, record.id), -1)
         last_date[(record.cluster, record.id)] = record.date
         statuses[record.router.netStatus] += 1
+        # byte for byte what the farm's TelemetryArchive writes for this record
+        canonical = {
+            "index": envelope["index"],
+            "recorded": envelope["recorded"],
+            "record": record_to_json(record),
+        }
+        assert (
+            line == json.dumps(canonical, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+        )
     assert sum(last_index.values()) == result.records
     assert any(s.startswith("ERROR") for s in statuses)  # router error states are mixed in
