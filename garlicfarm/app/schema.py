@@ -101,6 +101,54 @@ def parse_entry(data: bytes, cluster: str) -> Entry:
     return _status(raw, cluster)
 
 
+def parse_accepted(data: bytes, cluster: str) -> StatusRecord:
+    """The status record in ``data``, bytes this schema has already accepted (:func:`parse_entry`
+    returned a StatusRecord for them): read without checking again, with the same defaults. For
+    bulk readers of checked records (the pipeline's replay); tests/app/test_schema.py holds it to
+    ``parse_entry``'s result on any record that one accepts."""
+    raw = json.loads(data)
+    meta: dict[str, Any] = raw.get("meta", {})
+    router: dict[str, Any] = raw.get("router", {})
+    return StatusRecord(
+        cluster=cluster,
+        date=raw["date"],
+        id=raw["id"],
+        version=raw.get("version", SCHEMA_VERSION),
+        meta=MetaSection(
+            destination=meta.get("destination"),
+            lastPublishedLS=meta.get("lastPublishedLS"),
+            lastPublishedTime=meta.get("lastPublishedTime", 0),
+            publishConfig=meta.get("publishConfig") or "auto",
+            publishing=meta.get("publishing", False),
+        ),
+        router=RouterSection(
+            uptime=router.get("uptime", 0),
+            netStatus=router.get("netStatus") or "UNKNOWN",
+            jobLag=router.get("jobLag", 0),
+            exploratoryTunnels=router.get("exploratoryTunnels", 0),
+            participatingTunnels=router.get("participatingTunnels", 0),
+            bandwidthConfigured=router.get("bandwidthConfigured", 0),
+            bandwidthCurrent=router.get("bandwidthCurrent", 0),
+            lastPublishedRI=router.get("lastPublishedRI"),
+        ),
+        destinations=tuple(
+            Destination(
+                destination=d["destination"],
+                uptime=d.get("uptime", 0),
+                tunnelsConfigured=d.get("tunnelsConfigured", 0),
+                tunnelsCurrent=d.get("tunnelsCurrent", 0),
+                bandwidthConfigured=d.get("bandwidthConfigured", 0),
+                bandwidthCurrent=d.get("bandwidthCurrent", 0),
+                connectionsConfigured=d.get("connectionsConfigured", 0),
+                connectionsCurrent=d.get("connectionsCurrent", 0),
+                blocklist=tuple(d.get("blocklist", ())),
+            )
+            for d in raw.get("destinations", ())
+        ),
+        config=raw.get("config", {}),
+    )
+
+
 def admission_error(data: bytes, cluster: str) -> str | None:
     """Why the leader must not append ``data`` as an Application entry, or None.
 

@@ -39,8 +39,12 @@ class Rejection:
 class FarmState:
     """Implements the driver's ``StateMachine`` seam."""
 
-    def __init__(self, cluster: str) -> None:
+    def __init__(self, cluster: str, *, track_leases: bool = True) -> None:
         self.cluster = cluster
+        #: False: ``leases`` is left empty and ``on_change`` fires for the publisher only; a reader
+        #: that wants the Meta LS2 at some moment computes ``current_leases()`` then (the pipeline's
+        #: replay, at each window's end: the leases feed nothing back into the state)
+        self.track_leases = track_leases
         self.index = 0
         #: the farm's time: the date a quorum of members has reached (scoring.farm_time)
         self.now = 0
@@ -80,6 +84,17 @@ class FarmState:
             return
         self._decide()
 
+    def apply_status(self, index: int, record: StatusRecord) -> None:
+        """A status record the schema has already accepted, as ``apply`` of its entry would apply it
+        (the pipeline's replay: its lines were checked when they were read)."""
+        self.index = index
+        if self._status(index, record):
+            self._decide()
+
+    def current_leases(self) -> tuple[scoring.Lease, ...]:
+        """The Meta LS2 for the state as it stands."""
+        return scoring.meta_ls(self.latest, self.now, self.excluded)
+
     def check(self, entry: LogEntry) -> str | None:
         """Why a leader must not append ``entry`` (see :func:`schema.admission_error`), or None."""
         value = entry.value
@@ -108,7 +123,7 @@ class FarmState:
 
     def _decide(self) -> None:
         publisher = scoring.choose_publisher(self.latest, self.now, self.members, self.publisher)
-        leases = scoring.meta_ls(self.latest, self.now, self.excluded)
+        leases = self.current_leases() if self.track_leases else ()
         if (publisher, leases) != (self.publisher, self.leases):
             self.publisher, self.leases = publisher, leases
             for callback in self.on_change:
@@ -159,7 +174,7 @@ class FarmState:
         self.latest = {r["id"]: record_from_json(r) for r in state["latest"]}
         self.excluded = set(state["excluded"])
         self.publisher = state["publisher"]
-        self.leases = scoring.meta_ls(self.latest, self.now, self.excluded)
+        self.leases = self.current_leases() if self.track_leases else ()
         self.rejected = state["rejected"]
         self.duplicates = state["duplicates"]
         self.rejects = deque((Rejection(i, why) for i, why in state["rejects"]), maxlen=MAX_REJECTS_KEPT)

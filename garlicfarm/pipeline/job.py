@@ -5,7 +5,8 @@
 
 Stages (each logged with its time; Spark's console progress bar shows the tasks of each):
 
-1. read every line and check it with the schema's own code; keep the result (memory, then disk);
+1. read every line and check it: in the JVM against the schema, or, when the JVM cannot vouch for a
+   line, with the schema's own Python code (records.py, native.py); the result is staged as Parquet;
 2. write the rejects;
 3. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights;
 4. member health, which joins the timeline written in 3;
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import datetime
 import logging
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -41,12 +43,14 @@ from garlicfarm.pipeline.options import (
     spark_conf_from,
 )
 from garlicfarm.pipeline.records import read_archive, with_line_numbers
-from garlicfarm.pipeline.replay import replay_farms, timeline_table, weights_table
+from garlicfarm.pipeline.replay import FarmSize, replay_farms, timeline_table, weights_table
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
 
 log = logging.getLogger(__name__)
 
 TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
+#: the checked lines while the job runs (a directory beside the tables)
+STAGING = "_checked_lines"
 MAX_REJECT_REASONS = 10
 
 
@@ -119,6 +123,17 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
         stream.close()
 
 
+def remove(spark: SparkSession, uri: str) -> None:
+    """Delete a directory the job wrote: local paths directly, anything else through Hadoop."""
+    if _is_local(uri):
+        shutil.rmtree(_local_path(uri), ignore_errors=True)
+        return
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    target = jvm.org.apache.hadoop.fs.Path(uri)
+    target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(target, True)
+
+
 def check_archive(uri: str) -> None:
     """Fail early, before Spark starts, on a local archive that is not there."""
     if _is_local(uri) and not _local_path(uri).is_dir():
@@ -131,17 +146,34 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
         spark.conf.set(key, value)
     check_archive(options.archive)
     out = options.out
+    staged = table_uri(out, STAGING)
     try:
-        parsed = read_archive(spark, options.archive).persist(StorageLevel.MEMORY_AND_DISK)
+        with _stage(spark, "reading and checking the archive"):
+            # once: the checked lines, typed, as Parquet beside the tables (compact, and each stage
+            # below reads only the columns it needs); removed at the end
+            read_archive(spark, options.archive).write.mode("overwrite").parquet(staged)
     except AnalysisException as e:
         raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
     windows: DataFrame | None = None
     try:
-        with _stage(spark, "reading and checking the archive"):
-            per_farm = parsed.groupBy("ok", "cluster").count().collect()
+        parsed = spark.read.parquet(staged)
+        per_farm = (
+            parsed.groupBy("ok", "cluster")
+            .agg(F.count(F.lit(1)).alias("count"), F.array_sort(F.collect_set("id")).alias("members"))
+            .collect()
+        )
         counts = {ok: sum(int(r["count"]) for r in per_farm if r["ok"] is ok) for ok in (True, False)}
-        farms = sum(1 for r in per_farm if r["ok"])
-        log.info("%d valid status records, %d rejected lines", counts.get(True, 0), counts.get(False, 0))
+        farms = {
+            r["cluster"]: FarmSize(int(r["count"]), tuple(int(i) for i in r["members"]))
+            for r in per_farm
+            if r["ok"]
+        }
+        log.info(
+            "%d valid status records from %d farms, %d rejected lines",
+            counts.get(True, 0),
+            len(farms),
+            counts.get(False, 0),
+        )
         with _stage(spark, "writing rejects"):
             rejects = parsed.where(~F.col("ok"))
             if counts.get(False):
@@ -158,8 +190,13 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             )
             raise PipelineError(f"no valid status records in {options.archive}: {what}")
         valid = parsed.where(F.col("ok"))
-        with _stage(spark, "replaying each farm's log (publisher timeline, Meta LS2 weights)"):
-            windows = replay_farms(valid, options.window_ms, farms).persist(StorageLevel.MEMORY_AND_DISK)
+        with _stage(
+            spark, f"replaying each farm's log (publisher timeline, Meta LS2 weights): {len(farms)} farms"
+        ):
+            tasks = spark.sparkContext.defaultParallelism
+            windows = replay_farms(valid, options.window_ms, farms, tasks).persist(
+                StorageLevel.MEMORY_AND_DISK
+            )
             timeline_table(windows, options.window_ms).write.mode("overwrite").parquet(
                 table_uri(out, "publisher_timeline")
             )
@@ -175,9 +212,9 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             data, summary = _collect(spark, options, counts, started)
             write_text(spark, table_uri(out, "report.html"), report.render(data))
     finally:
-        parsed.unpersist()
         if windows is not None:
             windows.unpersist()
+        remove(spark, staged)
     summary = attrs.evolve(summary, seconds=time.monotonic() - started)
     log.info("pipeline done in %.1f s", summary.seconds)
     return summary

@@ -9,6 +9,7 @@ UTF-8 are caught here rather than silently replaced.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, TypeGuard
 
@@ -157,6 +158,9 @@ def check_lines(values: pd.Series) -> pd.DataFrame:
     """The pandas UDF body: each line (bytes) checked by :func:`parse_line`, as
     :data:`CHECKED_SCHEMA`; a null in (a line the JVM already vouched for) gives a null row out."""
     names = CHECKED_SCHEMA.fieldNames()
+    present = values.notna()
+    if not present.any():  # the common batch: every line vouched for
+        return _nulls(len(values))
     columns: dict[str, list[Any]] = {name: [] for name in names}
     empty = (None,) * len(names)
     for value in values.tolist():
@@ -164,6 +168,12 @@ def check_lines(values: pd.Series) -> pd.DataFrame:
         for name, item in zip(names, row, strict=True):
             columns[name].append(item)
     return _frame(columns, CHECKED_SCHEMA)
+
+
+@functools.lru_cache(maxsize=4)
+def _nulls(rows: int) -> pd.DataFrame:
+    """A batch of null rows (one length, Arrow's batch size, nearly always: made once)."""
+    return _frame({name: [None] * rows for name in CHECKED_SCHEMA.fieldNames()}, CHECKED_SCHEMA)
 
 
 def _checked(line: bytes) -> tuple[Any, ...]:
@@ -235,15 +245,21 @@ def read_archive(spark: SparkSession, uri: str) -> DataFrame:
             F.monotonically_increasing_id().alias("row"),
         )
     )
+    jvm_columns = zip(VALID_FIELDS, native.clean_columns(), strict=True)
+    natively = classified.select(
+        "clean",
+        *[column.alias(f"jvm_{name}") for name, column in jvm_columns],
+        *("partition", "file", "block", "row"),
+        F.when(~F.col("clean"), F.col("value")).alias("suspect"),
+    )
     checker = pandas_udf(check_lines, CHECKED_SCHEMA)  # type: ignore[call-overload]
-    checked = classified.withColumn("python", checker(F.when(~F.col("clean"), F.col("value"))))
-    clean = F.col("clean")
-    columns = []
-    for name, column in zip(VALID_FIELDS, native.clean_columns(), strict=True):
-        columns.append(F.when(clean, column).otherwise(F.col("python")[name]).alias(name))
-    columns += [F.col("python")[name].alias(name) for name in ("kind", "reason", "line")]
-    columns += [F.col(name) for name in ("partition", "file", "block", "row")]
-    return checked.select(*columns)
+    checked = natively.withColumn("python", checker("suspect"))
+    clean, python = F.col("clean"), F.col("python")
+    return checked.select(
+        *[F.when(clean, F.col(f"jvm_{name}")).otherwise(python[name]).alias(name) for name in VALID_FIELDS],
+        *[python[name].alias(name) for name in ("kind", "reason", "line")],
+        *("partition", "file", "block", "row"),
+    )
 
 
 def with_line_numbers(spark: SparkSession, rejects: DataFrame, parsed: DataFrame) -> DataFrame:

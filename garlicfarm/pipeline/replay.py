@@ -18,16 +18,22 @@ to the ``FarmState`` as one synthetic Configuration before the first record. Adm
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+import operator
+import time
 from collections.abc import Iterable, Iterator
 
 import attrs
-import pandas as pd
-from pyspark.sql import DataFrame
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from garlicfarm.app import scoring
+from garlicfarm.app.schema import StatusRecord, parse_accepted
 from garlicfarm.app.state import FarmState
 from garlicfarm.wire.payloads import Application, ClusterServer, Configuration, LogEntry
 
@@ -75,10 +81,18 @@ def members_configuration(members: Iterable[int]) -> LogEntry:
 
 
 def replay_farm(
-    cluster: str, members: Iterable[int], rows: Iterable[tuple[int, int, bytes]], window_ms: int
+    cluster: str,
+    members: Iterable[int],
+    rows: Iterable[tuple[int, int, bytes]],
+    window_ms: int,
+    *,
+    accepted: bool = False,
 ) -> Iterator[WindowState]:
-    """``rows`` are ``(index, date, record bytes)`` of valid status records, in log order."""
-    state = FarmState(cluster)
+    """``rows`` are ``(index, date, record bytes)`` of status records, in log order: each applied as
+    a committed entry is (checked by the schema), or, if ``accepted`` (the schema has accepted every
+    one already), read as such (:func:`schema.parse_accepted`)."""
+    # the Meta LS2 is computed when a window closes, not after every record: nothing depends on it
+    state = FarmState(cluster, track_leases=False)
     state.apply(0, members_configuration(members))
     window: int | None = None
     changes = records = 0
@@ -87,21 +101,24 @@ def replay_farm(
     newest = 0
     for index, date, data in rows:
         # The farm's time is the date a quorum reached (scoring.farm_time): it moves past ``newest``
-        # never, so only a record that could cross into a new window pays for the window's state
-        # as it stands before the record (what the live farm showed at the window's end).
+        # never, so only a record that could cross into a new window keeps the state as it stands
+        # before the record (what the live farm showed at the window's end): a few references.
         newest = max(newest, date)
         closing = None
         if window is not None and newest // window_ms != window:
-            closing = _window_state(state, window * window_ms, changes, records)
+            closing = _Moment(state.publisher, dict(state.latest), state.now, state.index)
         before, rejected = state.publisher, state.rejected
-        state.apply(index, LogEntry(1, Application(data)))
+        if accepted:
+            state.apply_status(index, parse_accepted(data, cluster))
+        else:
+            state.apply(index, LogEntry(1, Application(data)))
         if state.now:  # the farm's time is known once a quorum of members has reported
             current = state.now // window_ms
             if window is None:
                 window = current
             elif current != window:
                 assert closing is not None
-                yield closing
+                yield _window_state(state, closing, window * window_ms, changes, records)
                 changes = records = 0
                 window = current
         records += 1
@@ -117,81 +134,172 @@ def replay_farm(
                 state.rejected,
             )
     if window is not None:
-        yield _window_state(state, window * window_ms, changes, records)
+        now = _Moment(state.publisher, state.latest, state.now, state.index)
+        yield _window_state(state, now, window * window_ms, changes, records)
 
 
-def _window_state(state: FarmState, start: int, changes: int, records: int) -> WindowState:
-    publisher = state.publisher
-    eligible = sum(1 for r in state.latest.values() if scoring.eligible(r, state.now, state.members))
+@attrs.frozen
+class _Moment:
+    """The part of a farm's state that changes with a record, as it stood at some moment."""
+
+    publisher: int | None
+    latest: dict[int, StatusRecord]
+    now: int
+    index: int
+
+
+def _window_state(state: FarmState, at: _Moment, start: int, changes: int, records: int) -> WindowState:
+    publisher = at.publisher
+    eligible = sum(1 for r in at.latest.values() if scoring.eligible(r, at.now, state.members))
     return WindowState(
         cluster=state.cluster,
         window_start=start,
         publisher=publisher,
-        publisher_score=scoring.score(state.latest[publisher]) if publisher is not None else None,
+        publisher_score=scoring.score(at.latest[publisher]) if publisher is not None else None,
         eligible=eligible,
         members=len(state.members),
         changes=changes,
         records=records,
-        log_time=state.now,
-        last_index=state.index,
-        leases=state.leases,
+        log_time=at.now,
+        last_index=at.index,
+        leases=scoring.meta_ls(at.latest, at.now, state.excluded),
     )
 
 
-def farm_rows(frame: pd.DataFrame) -> list[tuple[int, int, bytes]]:
-    """A farm's records in log order, each once (every node archives the same committed entries)."""
-    ordered = frame.sort_values(["index", "id", "date"], kind="stable").drop_duplicates(["id", "date"])
-    return list(
-        zip(
-            ordered["index"].astype("int64").tolist(),
-            ordered["date"].astype("int64").tolist(),
-            [bytes(b) for b in ordered["record"].tolist()],
-            strict=True,
+@attrs.frozen
+class FarmSize:
+    """What the replay's plan needs of a farm: its valid records (copies included) and member ids."""
+
+    records: int
+    members: tuple[int, ...]
+
+
+def plan_bins(sizes: dict[str, int], bins: int) -> dict[str, int]:
+    """Farms onto ``bins`` tasks, largest first onto the least loaded (LPT: within 4/3 of the best)."""
+    loads = [(0, b) for b in range(bins)]
+    heapq.heapify(loads)
+    placed: dict[str, int] = {}
+    for farm in sorted(sizes, key=lambda f: (-sizes[f], f)):
+        load, b = heapq.heappop(loads)
+        placed[farm] = b
+        heapq.heappush(loads, (load + sizes[farm], b))
+    return placed
+
+
+def partition_keys(spark: SparkSession, partitions: int) -> list[int]:
+    """For each partition ``p``, a number that ``repartition(partitions, column)`` sends to ``p``:
+    Spark places a row by ``pmod(hash(column), partitions)``, which these are read from."""
+    found: dict[int, int] = {}
+    span = 0
+    while len(found) < partitions:
+        placed = spark.range(span, span + 64 * partitions).select(
+            "id", F.expr(f"pmod(hash(id), {partitions})").alias("p")
         )
-    )
+        for row in placed.collect():
+            found.setdefault(int(row["p"]), int(row["id"]))
+        span += 64 * partitions
+    return [found[p] for p in range(partitions)]
 
 
-def replay_group(key: tuple[str], frame: pd.DataFrame, window_ms: int) -> pd.DataFrame:
-    """``applyInPandas`` body: one farm's ``index, id, date, record`` to :data:`WINDOW_SCHEMA` rows."""
-    (cluster,) = key
-    members = frame["id"].astype("int64").unique().tolist()
-    rows = farm_rows(frame)
-    log.info("replaying %s: %d records, %d members", cluster, len(rows), len(members))
-    states = list(replay_farm(cluster, members, rows, window_ms))
-    return pd.DataFrame(
+_ARROW_WINDOWS = to_arrow_schema(WINDOW_SCHEMA)
+#: window rows handed back to the JVM at a time
+WINDOWS_PER_BATCH = 4096
+
+
+def replay_stream(
+    batches: Iterable[pa.RecordBatch], members: dict[str, tuple[int, ...]], window_ms: int
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: rows ``cluster, index, id, date, record`` of accepted records, sorted by
+    farm and index, to :data:`WINDOW_SCHEMA` batches; one farm in memory at a time."""
+
+    def rows() -> Iterator[tuple[str, int, int, int, bytes]]:
+        for batch in batches:
+            names = ("cluster", "index", "id", "date", "record")
+            yield from zip(*(batch.column(name).to_pylist() for name in names), strict=True)
+
+    _worker_logging()
+    pending: list[WindowState] = []
+    for cluster, group in itertools.groupby(rows(), key=operator.itemgetter(0)):
+        started = time.monotonic()
+        count = 0
+        for state in replay_farm(cluster, members[cluster], _first_copies(group), window_ms, accepted=True):
+            count += state.records
+            pending.append(state)
+            if len(pending) >= WINDOWS_PER_BATCH:
+                yield _window_batch(pending)
+                pending = []
+        # progress, farm by farm, on the executor's standard error (the console, in local mode)
+        log.info("replayed %s: %d records in %.1f s", cluster, count, time.monotonic() - started)
+    if pending:
+        yield _window_batch(pending)
+
+
+def _first_copies(rows: Iterable[tuple[str, int, int, int, bytes]]) -> Iterator[tuple[int, int, bytes]]:
+    """A farm's rows in log order, each record once: every node archives every committed entry, and
+    a record (a member's report of one date) counts at its first index."""
+    seen: set[tuple[int, int]] = set()
+    for _, index, member, date, record in rows:
+        if (member, date) not in seen:
+            seen.add((member, date))
+            yield index, date, record
+
+
+def _worker_logging() -> None:
+    """A Python worker starts with logging unconfigured: give this module's lines a way out."""
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def _window_batch(states: list[WindowState]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
         {
-            "cluster": pd.Series([s.cluster for s in states], dtype=object),
-            "window_start": pd.Series([s.window_start for s in states], dtype="int64"),
-            "publisher": pd.array([s.publisher for s in states], dtype="Int64"),
-            "publisher_score": pd.array([s.publisher_score for s in states], dtype="Int64"),
-            "eligible": pd.Series([s.eligible for s in states], dtype="int64"),
-            "members": pd.Series([s.members for s in states], dtype="int64"),
-            "changes": pd.Series([s.changes for s in states], dtype="int64"),
-            "records": pd.Series([s.records for s in states], dtype="int64"),
-            "log_time": pd.Series([s.log_time for s in states], dtype="int64"),
-            "last_index": pd.Series([s.last_index for s in states], dtype="int64"),
-            "lease_destinations": pd.Series(
-                [[x.destination for x in s.leases] for s in states], dtype=object
-            ),
-            "lease_weights": pd.Series([[x.weight for x in s.leases] for s in states], dtype=object),
-        }
+            "cluster": [s.cluster for s in states],
+            "window_start": [s.window_start for s in states],
+            "publisher": [s.publisher for s in states],
+            "publisher_score": [s.publisher_score for s in states],
+            "eligible": [s.eligible for s in states],
+            "members": [s.members for s in states],
+            "changes": [s.changes for s in states],
+            "records": [s.records for s in states],
+            "log_time": [s.log_time for s in states],
+            "last_index": [s.last_index for s in states],
+            "lease_destinations": [[x.destination for x in s.leases] for s in states],
+            "lease_weights": [[x.weight for x in s.leases] for s in states],
+        },
+        schema=_ARROW_WINDOWS,
     )
 
 
-def replay_farms(valid: DataFrame, window_ms: int, farms: int) -> DataFrame:
-    """One row per farm and window (:data:`WINDOW_SCHEMA`), from the valid records of ``farms`` farms."""
+def replay_farms(valid: DataFrame, window_ms: int, farms: dict[str, FarmSize], tasks: int) -> DataFrame:
+    """One row per farm and window (:data:`WINDOW_SCHEMA`), from the valid records of ``farms``.
 
-    def body(key: tuple[str], frame: pd.DataFrame) -> pd.DataFrame:
-        return replay_group(key, frame, window_ms)
+    The farms are packed by size onto at most ``tasks`` tasks (each farm is sequential: its whole log
+    goes through one FarmState), each task's rows placed exactly by :func:`partition_keys`: one
+    shuffle of typed columns and the record's bytes, one sort, and each task streams its farms' rows
+    in log order, copies dropped as they come (:func:`_first_copies`)."""
+    spark = valid.sparkSession
+    bins = max(1, min(len(farms), tasks))
+    placed = plan_bins({farm: size.records for farm, size in farms.items()}, bins)
+    keys = partition_keys(spark, bins)
+    plan = spark.createDataFrame(
+        [(farm, keys[b]) for farm, b in placed.items()], "cluster string, replay_key long"
+    )
+    members = {farm: size.members for farm, size in farms.items()}
 
-    # As many partitions as farms: adaptive execution would otherwise merge the shuffle by bytes into
-    # a few partitions, and a few long Python tasks keep cores idle at the end. (An explicit count is
-    # left alone by AQE, and the groupBy reuses this partitioning: one shuffle.)
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return replay_stream(batches, members, window_ms)
+
+    # An explicit partition count is left alone by adaptive execution.
     return (
         valid.select("cluster", "index", "id", "date", "record")
-        .repartition(max(1, farms), "cluster")
-        .groupBy("cluster")
-        .applyInPandas(body, WINDOW_SCHEMA)
+        .join(F.broadcast(plan), "cluster")
+        .repartition(bins, "replay_key")
+        .sortWithinPartitions("cluster", "index", "id", "date")
+        .drop("replay_key")
+        .mapInArrow(body, WINDOW_SCHEMA)
     )
 
 

@@ -27,6 +27,10 @@ LOOPBACK = "127.0.0.1"
 REQUIRED_CONF = {
     # days and windows are UTC, as the archive's partitions are
     "spark.sql.session.timeZone": "UTC",
+    # HotSpot does not compile a method over 8,000 bytes of bytecode: the line check's whole-stage
+    # code was one such, and ran interpreted (the read stage took twice as long). Above this, Spark
+    # generates code per operator instead.
+    "spark.sql.codegen.hugeMethodLimit": "8000",
 }
 
 

@@ -14,7 +14,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from garlicfarm.app.schema import MAX_DATE, SchemaError, parse_entry
+from garlicfarm.app.schema import (
+    MAX_DATE,
+    SchemaError,
+    StatusRecord,
+    parse_accepted,
+    parse_entry,
+    record_to_json,
+)
 from garlicfarm.app.state import FarmState
 from garlicfarm.pipeline.records import Parsed, parse_line
 from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry
@@ -155,3 +162,17 @@ def test_lone_surrogate_and_far_dates_are_rejected_with_a_reason() -> None:
     reasons = [r.reason for r in state.rejects]
     assert "lone surrogate" in reasons[0] and "year 9999" in reasons[1]
     state.snapshot().decode("utf-8")
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records.map(encoded))
+def test_an_accepted_record_read_again_is_the_same_record(data: bytes) -> None:
+    """``parse_accepted`` (the pipeline's replay of checked lines) gives what ``parse_entry`` gave."""
+    try:
+        expected = parse_entry(data, CLUSTER)
+    except SchemaError:
+        return
+    assert isinstance(expected, StatusRecord)
+    got = parse_accepted(data, CLUSTER)
+    assert got == expected
+    assert record_to_json(got) == record_to_json(expected)  # config too (not part of ==)
