@@ -42,7 +42,7 @@ from garlicfarm.pipeline.options import (
     options_from,
     spark_conf_from,
 )
-from garlicfarm.pipeline.records import read_archive, with_line_numbers
+from garlicfarm.pipeline.records import PARSED_SCHEMA, jvm_checked, python_checked, vouched, with_line_numbers
 from garlicfarm.pipeline.replay import FarmSize, replay_farms, timeline_table, weights_table
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
 
@@ -147,16 +147,21 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
     check_archive(options.archive)
     out = options.out
     staged = table_uri(out, STAGING)
+    jvm_uri, python_uri = f"{staged}/jvm", f"{staged}/python"
     try:
         with _stage(spark, "reading and checking the archive"):
-            # once: the checked lines, typed, as Parquet beside the tables (compact, and each stage
-            # below reads only the columns it needs); removed at the end
-            read_archive(spark, options.archive).write.mode("overwrite").parquet(staged)
+            # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact, and
+            # each stage below reads only the columns it needs); removed at the end
+            jvm_checked(spark, options.archive).write.mode("overwrite").parquet(jvm_uri)
     except AnalysisException as e:
         raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
     windows: DataFrame | None = None
     try:
-        parsed = spark.read.parquet(staged)
+        with _stage(spark, "checking the lines the JVM could not vouch for with the schema's own code"):
+            python_checked(spark.read.parquet(jvm_uri)).write.mode("overwrite").parquet(python_uri)
+        parsed = vouched(spark.read.parquet(jvm_uri)).unionByName(
+            spark.read.schema(PARSED_SCHEMA).parquet(python_uri)
+        )
         per_farm = (
             parsed.groupBy("ok", "cluster")
             .agg(F.count(F.lit(1)).alias("count"), F.array_sort(F.collect_set("id")).alias("members"))

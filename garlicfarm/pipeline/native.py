@@ -11,7 +11,7 @@ A line is *clean* when the JVM can vouch for it alone:
    number too large for a long (the field comes back null), whitespace, nesting deeper than the schema;
 2. the schema's ranges, enumerations and sizes hold (:func:`_record_checks`), as Spark expressions.
 
-Every other line goes through the schema's own Python checker (:func:`records.check_lines`), which
+Every other line goes through the schema's own Python checker (:func:`records.python_checked`), which
 gives the exact verdict and reason. A clean line is therefore one the live schema accepts, with the
 same fields: tests/pipeline/test_native.py holds the two paths to the same verdict on hostile lines.
 """

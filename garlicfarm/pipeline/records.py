@@ -9,15 +9,14 @@ UTF-8 are caught here rather than silently replaced.
 
 from __future__ import annotations
 
-import functools
 import json
+from collections.abc import Iterator
 from typing import Any, TypeGuard
 
 import attrs
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
-from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -45,7 +44,7 @@ REJECT_LINE_CHARS = 300
 #: reject kinds: where in a line the problem is
 ENCODING, JSON, ENVELOPE, SCHEMA, ADMIN = "encoding", "json", "envelope", "schema", "admin"
 
-#: what the Python checker returns for a line (:func:`check_lines`)
+#: what the checks give for a line (:func:`_checked`, and the JVM for a clean one)
 CHECKED_SCHEMA = StructType(
     [
         StructField("ok", BooleanType(), True),
@@ -70,6 +69,9 @@ CHECKED_SCHEMA = StructType(
         StructField("line", StringType(), True),
     ]
 )
+#: where a line is
+WHERE = ("partition", "file", "block", "row")
+
 #: the columns of a valid line, whichever path checked it
 VALID_FIELDS = CHECKED_SCHEMA.fieldNames()[: CHECKED_SCHEMA.fieldNames().index("kind")]
 
@@ -154,26 +156,19 @@ def _shown(line: bytes) -> str:
     return line[:REJECT_LINE_CHARS].decode("utf-8", "backslashreplace")
 
 
-def check_lines(values: pd.Series) -> pd.DataFrame:
-    """The pandas UDF body: each line (bytes) checked by :func:`parse_line`, as
-    :data:`CHECKED_SCHEMA`; a null in (a line the JVM already vouched for) gives a null row out."""
+def check_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` body: the lines the JVM could not vouch for (``value`` and where it is), each
+    checked by :func:`parse_line`, to :data:`PARSED_SCHEMA` rows."""
     names = CHECKED_SCHEMA.fieldNames()
-    present = values.notna()
-    if not present.any():  # the common batch: every line vouched for
-        return _nulls(len(values))
-    columns: dict[str, list[Any]] = {name: [] for name in names}
-    empty = (None,) * len(names)
-    for value in values.tolist():
-        row = empty if value is None else _checked(bytes(value))
-        for name, item in zip(names, row, strict=True):
-            columns[name].append(item)
-    return _frame(columns, CHECKED_SCHEMA)
-
-
-@functools.lru_cache(maxsize=4)
-def _nulls(rows: int) -> pd.DataFrame:
-    """A batch of null rows (one length, Arrow's batch size, nearly always: made once)."""
-    return _frame({name: [None] * rows for name in CHECKED_SCHEMA.fieldNames()}, CHECKED_SCHEMA)
+    where = ("partition", "file", "block", "row")
+    for batch in batches:
+        columns: dict[str, list[Any]] = {name: [] for name in PARSED_SCHEMA.fieldNames()}
+        for value in batch["value"].tolist():
+            for name, item in zip(names, _checked(bytes(value)), strict=True):
+                columns[name].append(item)
+        for name in where:
+            columns[name] = batch[name].tolist()
+        yield _frame(columns, PARSED_SCHEMA)
 
 
 def _checked(line: bytes) -> tuple[Any, ...]:
@@ -227,11 +222,10 @@ def _frame(columns: dict[str, list[Any]], schema: StructType) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def read_archive(spark: SparkSession, uri: str) -> DataFrame:
-    """Every line of the archive under ``uri``, parsed (lazily): valid records and rejects alike.
-
-    One pass: the JVM reads and checks every line (:mod:`.native`); only the lines it cannot vouch for
-    reach the Python checker (the others cross to Python as nulls), whose verdict is then the line's."""
+def jvm_checked(spark: SparkSession, uri: str) -> DataFrame:
+    """Every line of the archive under ``uri`` as the JVM reads it (lazily): ``clean`` (vouched for,
+    :mod:`.native`), the fields of a clean line (``jvm_<name>``), where the line is, and the bytes
+    of a line that is not clean (``suspect``, for :func:`python_checked`)."""
     # exactly the archive's files (node-<id>.jsonl, compressed or not): not a .jsonl.bak beside them
     lines = spark.read.option("pathGlobFilter", "*.{jsonl,jsonl.gz}").text(uri)
     partition = F.col("date").cast("string") if "date" in lines.columns else F.lit(None).cast("string")
@@ -246,20 +240,36 @@ def read_archive(spark: SparkSession, uri: str) -> DataFrame:
         )
     )
     jvm_columns = zip(VALID_FIELDS, native.clean_columns(), strict=True)
-    natively = classified.select(
+    return classified.select(
         "clean",
         *[column.alias(f"jvm_{name}") for name, column in jvm_columns],
-        *("partition", "file", "block", "row"),
+        *WHERE,
         F.when(~F.col("clean"), F.col("value")).alias("suspect"),
     )
-    checker = pandas_udf(check_lines, CHECKED_SCHEMA)  # type: ignore[call-overload]
-    checked = natively.withColumn("python", checker("suspect"))
-    clean, python = F.col("clean"), F.col("python")
-    return checked.select(
-        *[F.when(clean, F.col(f"jvm_{name}")).otherwise(python[name]).alias(name) for name in VALID_FIELDS],
-        *[python[name].alias(name) for name in ("kind", "reason", "line")],
-        *("partition", "file", "block", "row"),
+
+
+def vouched(jvm: DataFrame) -> DataFrame:
+    """The clean lines of :func:`jvm_checked`, as :data:`PARSED_SCHEMA` rows."""
+    return jvm.where("clean").select(
+        *[F.col(f"jvm_{name}").alias(name) for name in VALID_FIELDS],
+        *[F.lit(None).cast("string").alias(name) for name in ("kind", "reason", "line")],
+        *WHERE,
     )
+
+
+def python_checked(jvm: DataFrame) -> DataFrame:
+    """The other lines of :func:`jvm_checked` through the schema's own checker: its verdict is theirs."""
+    suspects = jvm.where(~F.col("clean")).select(F.col("suspect").alias("value"), *WHERE)
+    return suspects.mapInPandas(check_batches, PARSED_SCHEMA)
+
+
+def read_archive(spark: SparkSession, uri: str) -> DataFrame:
+    """Every line of the archive under ``uri``, parsed (lazily): valid records and rejects alike.
+
+    (The job stages :func:`jvm_checked` first, so that the source is read once and Python starts
+    only for the few lines the JVM cannot vouch for.)"""
+    jvm = jvm_checked(spark, uri)
+    return vouched(jvm).unionByName(python_checked(jvm))
 
 
 def with_line_numbers(spark: SparkSession, rejects: DataFrame, parsed: DataFrame) -> DataFrame:
