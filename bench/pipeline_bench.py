@@ -32,10 +32,13 @@ Both sides print their row counts, so the outputs can be compared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
+import re
+import resource
 import subprocess
 import sys
 import time
@@ -45,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import psutil
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -162,6 +166,12 @@ def _windows_table(states: list[WindowState]) -> pa.Table:
     )
 
 
+def _own_cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (the replay pool's)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _progress(step: str, seconds: float) -> None:
     print(f"duckdb {step}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
@@ -177,6 +187,7 @@ def run_duckdb(archive: Path, out: Path, jobs: int) -> dict[str, Any]:
     con.execute(f"SET temp_directory = '{out / 'duckdb.tmp'}'")
     times: dict[str, float] = {}
     started = time.monotonic()
+    cpu_before = _own_cpu()
     con.execute(READ, {"files": str(archive / "*" / "*.jsonl"), "max_bytes": MAX_RECORD_BYTES})
     times["read_check_s"] = time.monotonic() - started
     _progress("read_check", times["read_check_s"])
@@ -206,6 +217,7 @@ def run_duckdb(archive: Path, out: Path, jobs: int) -> dict[str, Any]:
     pq.write_table(_windows_table(states), out / "publisher_windows.parquet")
     times["replay_s"] = time.monotonic() - step
     times["total_s"] = time.monotonic() - started
+    times["cpu_s"] = _own_cpu() - cpu_before
     return {
         **times,
         "lines_read": lines,
@@ -216,6 +228,14 @@ def run_duckdb(archive: Path, out: Path, jobs: int) -> dict[str, Any]:
         "member_health_rows": health_rows,
         "replay_jobs": jobs,
     }
+
+
+def _tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
+    """CPU seconds of ``root`` and its descendants so far, kept per process (the last reading)."""
+    for proc in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            seen[proc.pid] = times.user + times.system
 
 
 def run_spark(archive: Path, out: Path, master: str) -> dict[str, Any]:
@@ -231,15 +251,38 @@ def run_spark(archive: Path, out: Path, master: str) -> dict[str, Any]:
         "--master",
         master,
     ]
+    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    cpu: dict[int, float] = {}
+    with (
+        (out / "pipeline.log").open("w") as err,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True) as proc,
+    ):
+        # the JVM and the Python workers are descendants: read their CPU time until they end
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            _tree_cpu(root, cpu)
+            time.sleep(0.1)
+        stdout = proc.stdout.read() if proc.stdout else ""
     seconds = time.monotonic() - started
-    (out / "pipeline.log").write_text(done.stderr)
+    if proc.returncode:
+        raise SystemExit(f"garlicfarm pipeline failed ({proc.returncode}): see {out / 'pipeline.log'}")
     tables = {
         name: pq.ParquetDataset(out / name).read(columns=[]).num_rows
         for name in ("publisher_timeline", "destination_weights", "member_health", "rejects")
     }
-    return {"total_s": seconds, "summary": done.stdout.strip().splitlines(), "rows": tables}
+    log = (out / "pipeline.log").read_text()
+    tasks = [float(t) for t in re.findall(r"replay task: \d+ farms, \d+ records in ([0-9.]+) s", log)]
+    stages = dict(re.findall(r"garlicfarm\.pipeline\.job: (.+?): done in ([0-9.]+) s", log))
+    return {
+        "total_s": seconds,
+        "cpu_s": sum(cpu.values()),
+        "stages_s": {k: float(v) for k, v in stages.items()},
+        "replay_tasks_s": tasks,
+        "replay_longest_over_mean": max(tasks) / (sum(tasks) / len(tasks)) if tasks else None,
+        "summary": stdout.strip().splitlines(),
+        "rows": tables,
+    }
 
 
 def main() -> None:

@@ -218,6 +218,8 @@ def replay_stream(
             yield from zip(*(batch.column(name).to_pylist() for name in names), strict=True)
 
     _worker_logging()
+    task_started = time.monotonic()
+    farms = records = 0
     pending: list[WindowState] = []
     for cluster, group in itertools.groupby(rows(), key=operator.itemgetter(0)):
         started = time.monotonic()
@@ -230,8 +232,10 @@ def replay_stream(
                 pending = []
         # progress, farm by farm, on the executor's standard error (the console, in local mode)
         log.info("replayed %s: %d records in %.1f s", cluster, count, time.monotonic() - started)
+        farms, records = farms + 1, records + count
     if pending:
         yield _window_batch(pending)
+    log.info("replay task: %d farms, %d records in %.1f s", farms, records, time.monotonic() - task_started)
 
 
 def _first_copies(rows: Iterable[tuple[str, int, int, int, bytes]]) -> Iterator[tuple[int, int, bytes]]:

@@ -53,3 +53,35 @@ def test_windows_hold_the_live_state_at_their_end() -> None:
         1 for a, b in itertools.pairwise(publishers) if a != b
     )
     assert sum(w.records for w in windows.values()) == len(rows)
+
+
+def test_farms_are_packed_onto_tasks_by_size() -> None:
+    from garlicfarm.pipeline.replay import plan_bins
+
+    sizes = {"a": 100, "b": 90, "c": 60, "d": 50, "e": 40, "f": 10}
+    placed = plan_bins(sizes, 2)
+    loads = [sum(n for farm, n in sizes.items() if placed[farm] == b) for b in range(2)]
+    best = min(
+        max(sum(c), sum(sizes.values()) - sum(c))
+        for r in range(len(sizes) + 1)
+        for c in itertools.combinations(sizes.values(), r)
+    )
+    assert sum(loads) == sum(sizes.values())
+    assert max(loads) <= best * 4 / 3  # LPT's bound; here 190 against the best 180
+    assert plan_bins(sizes, 2) == placed  # deterministic
+    assert set(plan_bins({"a": 1}, 1).values()) == {0}
+
+
+def test_each_task_gets_exactly_the_farms_planned_for_it(spark: object) -> None:
+    """Spark places a row by the hash of its key: partition_keys finds a key for every partition."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from garlicfarm.pipeline.replay import partition_keys
+
+    for partitions in (1, 2, 7):
+        keys = partition_keys(spark, partitions)  # type: ignore[arg-type]
+        frame = spark.createDataFrame([(k,) for k in keys], "key long")  # type: ignore[attr-defined]
+        placed = frame.repartition(partitions, "key").select("key", F.spark_partition_id().alias("p"))
+        assert sorted((row.key, row.p) for row in placed.collect()) == sorted(
+            (k, p) for p, k in enumerate(keys)
+        )
