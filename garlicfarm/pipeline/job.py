@@ -5,12 +5,12 @@
 
 Stages (each logged with its time; Spark's console progress bar shows the tasks of each):
 
-1. read every line and check it: in the JVM against the schema, or, when the JVM cannot vouch for a
-   line, with the schema's own Python code (records.py, native.py); the result is staged as Parquet;
-2. write the rejects;
-3. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights;
-4. member health, which joins the timeline written in 3;
-5. the report, from the tables just written.
+1. read every line and check it in the JVM against the schema (native.py); staged as Parquet;
+2. the lines the JVM could not vouch for, checked by the schema's own Python code (records.py);
+3. write the rejects, with their line numbers;
+4. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights (replay.py);
+5. member health, which joins the timeline written in 4;
+6. the report, from the tables just written.
 """
 
 from __future__ import annotations
