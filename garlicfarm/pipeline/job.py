@@ -148,15 +148,15 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
     out = options.out
     staged = table_uri(out, STAGING)
     jvm_uri, python_uri = f"{staged}/jvm", f"{staged}/python"
-    try:
-        with _stage(spark, "reading and checking the archive"):
-            # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact, and
-            # each stage below reads only the columns it needs); removed at the end
-            jvm_checked(spark, options.archive).write.mode("overwrite").parquet(jvm_uri)
-    except AnalysisException as e:
-        raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
     windows: DataFrame | None = None
     try:
+        try:
+            with _stage(spark, "reading and checking the archive"):
+                # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact,
+                # and each stage below reads only the columns it needs); removed at the end
+                jvm_checked(spark, options.archive).write.mode("overwrite").parquet(jvm_uri)
+        except AnalysisException as e:
+            raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
         with _stage(spark, "checking the lines the JVM could not vouch for with the schema's own code"):
             python_checked(spark.read.parquet(jvm_uri)).write.mode("overwrite").parquet(python_uri)
         parsed = vouched(spark.read.parquet(jvm_uri)).unionByName(
@@ -196,7 +196,7 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             raise PipelineError(f"no valid status records in {options.archive}: {what}")
         valid = parsed.where(F.col("ok"))
         with _stage(
-            spark, f"replaying each farm's log (publisher timeline, Meta LS2 weights): {len(farms)} farms"
+            spark, f"replaying the logs of {len(farms)} farms (publisher timeline, Meta LS2 weights)"
         ):
             tasks = spark.sparkContext.defaultParallelism
             windows = replay_farms(valid, options.window_ms, farms, tasks).persist(
