@@ -112,6 +112,8 @@ class RaftDriver:
         change_timeout: float = 3600.0,
     ) -> None:
         self.core = core
+        #: the term and vote the store holds durably (a save that changes them is synced)
+        self._durable_vote: tuple[int, int | None] = (core.term, core.voted_for)
         self.store = store
         self.reactor = reactor
         self.transport = transport
@@ -468,7 +470,10 @@ class RaftDriver:
         if ready.snapshot is not None:
             self._install(ready)
         if ready.needs_persist():
-            self.store.save(ready.hard_state, ready.entries_from, ready.entries)
+            hard, sync = ready.hard_state, ready.needs_sync(self._durable_vote)
+            self.store.save(hard, ready.entries_from, ready.entries, sync=sync)
+            if sync and hard is not None:
+                self._durable_vote = (hard.term, hard.voted_for)
         self.core.advance(ready)
         for send in ready.sends:
             d = self.transport.send(send.to, send.message, send.endpoint)

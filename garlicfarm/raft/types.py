@@ -120,3 +120,12 @@ class Ready:
 
     def needs_persist(self) -> bool:
         return self.hard_state is not None or self.entries_from is not None
+
+    def needs_sync(self, durable_vote: tuple[int, int | None]) -> bool:
+        """Whether the save must be durable before anything leaves: it holds entries, or a term or
+        vote other than ``durable_vote`` (what the store holds durably). The commit index alone is
+        Raft's volatile state: a crash may lose it, and the leader tells it again."""
+        hard = self.hard_state
+        return self.entries_from is not None or (
+            hard is not None and (hard.term, hard.voted_for) != durable_vote
+        )

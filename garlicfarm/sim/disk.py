@@ -53,6 +53,9 @@ class CrashingLogStore:
     def __init__(self, durable: MemoryLogStore, points: CrashPoints) -> None:
         self.durable = durable
         self.points = points
+        #: the hard state of saves made without sync since the last synced write: a crash loses it
+        #: (the worst case; a real disk may also have kept it, which is the case of a synced save)
+        self.unsynced: HardState | None = None
 
     def load(self) -> StoredState:
         return self.durable.load()
@@ -62,12 +65,23 @@ class CrashingLogStore:
         hard_state: HardState | None = None,
         entries_from: int | None = None,
         entries: Sequence[LogEntry] = (),
+        *,
+        sync: bool = True,
     ) -> None:
+        if not sync:
+            if entries_from is not None:
+                raise AssertionError("entries saved without sync: a crash could lose them")
+            self.unsynced = hard_state if hard_state is not None else self.unsynced
+            return
         self.points.before("log save")
-        self.durable.save(hard_state, entries_from, entries)
+        self.durable.save(hard_state if hard_state is not None else self.unsynced, entries_from, entries)
+        self.unsynced = None
 
     def compact(self, snapshot: SnapshotMeta) -> None:
         self.points.before("log compaction")
+        if self.unsynced is not None:  # the compaction's fsync makes the earlier commits durable too
+            self.durable.save(self.unsynced)
+            self.unsynced = None
         self.durable.compact(snapshot)
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:

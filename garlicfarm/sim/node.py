@@ -141,6 +141,7 @@ class SimNode:
             self.machine.restore(data)
             self.checker.restored(self.id, stored.snapshot.last_index, data)
         self.core = cls(self.id, stored, self.rng, self.bootstrap, self.options, data)
+        self._durable_vote = (stored.hard_state.term, stored.hard_state.voted_for)
         self._handles = {}
         self._leader_term = -1
         self._seen_commit = 0
@@ -149,6 +150,7 @@ class SimNode:
     def crash(self) -> None:
         """Lose everything not in the store: the core, pending replies, unsent messages."""
         self.crash_points.force_next = False
+        self.store.unsynced = None  # never fsynced: gone with the crash
         self.core = None
         self._handles = {}
         self._on_crash(self.id)
@@ -209,7 +211,10 @@ class SimNode:
         if ready.snapshot is not None:
             self._store_snapshot(ready.snapshot.meta, ready.snapshot.data)
         if ready.needs_persist():
-            self.store.save(ready.hard_state, ready.entries_from, ready.entries)
+            hard, sync = ready.hard_state, ready.needs_sync(self._durable_vote)
+            self.store.save(hard, ready.entries_from, ready.entries, sync=sync)
+            if sync and hard is not None:
+                self._durable_vote = (hard.term, hard.voted_for)
 
     def _dispatch(self, core: RaftCore, ready: Ready) -> None:
         voted = False

@@ -58,8 +58,15 @@ class LogStore(Protocol):
         hard_state: HardState | None = None,
         entries_from: int | None = None,
         entries: Sequence[LogEntry] = (),
+        *,
+        sync: bool = True,
     ) -> None:
         """Persist atomically and durably (one transaction, fsynced before returning).
+
+        With ``sync`` false the transaction need not be durable when this returns: a crash may lose
+        it, with every other unsynced save since the last synced one; the next synced save (or
+        compaction) makes them durable too, in order. Only for what Raft lets a crash lose: the
+        commit index alone (the driver syncs every save of entries, term or vote).
 
         With ``entries_from``, first delete every entry at index >= ``entries_from``, then store
         ``entries`` at ``entries_from``, ``entries_from + 1``, ...  ``entries_from`` may be at most

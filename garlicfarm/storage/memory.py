@@ -54,6 +54,8 @@ class MemoryLogStore:
         hard_state: HardState | None = None,
         entries_from: int | None = None,
         entries: Sequence[LogEntry] = (),
+        *,
+        sync: bool = True,  # memory is as durable as it gets either way
     ) -> None:
         first = self.first_index
         check_save(first, first + len(self._entries) - 1, entries_from, entries)

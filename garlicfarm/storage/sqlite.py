@@ -290,8 +290,10 @@ class SQLiteLogStore:
         hard_state: HardState | None = None,
         entries_from: int | None = None,
         entries: Sequence[LogEntry] = (),
+        *,
+        sync: bool = True,
     ) -> None:
-        self._connection()
+        conn = self._connection()
         check_save(self._first, self._last, entries_from, entries)
         if hard_state is not None:
             check_hard_state(hard_state)
@@ -304,6 +306,20 @@ class SQLiteLogStore:
                 (entries_from + i, e.term, int(e.value_type), encode_value(e.value))
                 for i, e in enumerate(entries)
             ]
+        unsynced = self.fsync and not sync
+        if unsynced:  # WAL: this commit is not fsynced, and the next synced one makes it durable too
+            conn.execute("PRAGMA synchronous = OFF")
+        try:
+            self._save(hard_state, entries_from, rows)
+        finally:
+            if unsynced:
+                conn.execute("PRAGMA synchronous = FULL")
+        if entries_from is not None:
+            self._last = entries_from + len(entries) - 1
+
+    def _save(
+        self, hard_state: HardState | None, entries_from: int | None, rows: list[tuple[int, int, int, bytes]]
+    ) -> None:
         with self._write("save") as conn:
             if entries_from is not None:
                 if entries_from <= self._last:
@@ -314,8 +330,6 @@ class SQLiteLogStore:
                 commit = min(hard_state.commit, MAX_INDEX)
                 voted_for = None if hard_state.voted_for is None else hard_state.voted_for
                 conn.execute(_PUT_HARD_STATE, (hard_state.term, voted_for, commit))
-        if entries_from is not None:
-            self._last = entries_from + len(entries) - 1
 
     def compact(self, snapshot: SnapshotMeta) -> None:
         self._connection()

@@ -190,9 +190,9 @@ class CountingStore:
         self._store = store
         self._saves = saves
 
-    def save(self, hard_state: Any, entries_from: Any, entries: Any) -> None:
+    def save(self, hard_state: Any, entries_from: Any, entries: Any, *, sync: bool = True) -> None:
         self._saves.append(len(entries))
-        self._store.save(hard_state, entries_from, entries)
+        self._store.save(hard_state, entries_from, entries, sync=sync)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

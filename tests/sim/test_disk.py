@@ -75,3 +75,21 @@ class _CrashOn(random.Random):
     def random(self) -> float:
         self.calls += 1
         return 0.0 if self.calls == self.n else 1.0
+
+
+def test_a_save_without_sync_is_lost_in_a_crash_unless_a_synced_write_follows() -> None:
+    """Issue 17: the driver saves the commit index alone without sync; the simulated disk loses it at
+    a crash (the worst a real disk may do), and a synced save or compaction makes it durable."""
+    points = CrashPoints(random.Random(1))
+    durable = MemoryLogStore()
+    log = CrashingLogStore(durable, points)
+    log.save(HardState(1, 1, 0), 1, [LogEntry(1, Application(bytes([i]))) for i in range(6)])
+    log.save(HardState(1, 1, 3), sync=False)
+    assert durable.load().hard_state == HardState(1, 1, 0)  # what a crash now would leave
+    log.save(None, 7, [LogEntry(1, Application(b"7"))])  # synced: the commit goes with it
+    assert durable.load().hard_state == HardState(1, 1, 3)
+    log.save(HardState(1, 1, 5), sync=False)
+    log.compact(SnapshotMeta(2, 1, CONFIG))
+    assert durable.load().hard_state == HardState(1, 1, 5)
+    with pytest.raises(AssertionError):
+        log.save(None, 8, [LogEntry(1, Application(b"8"))], sync=False)  # entries are never unsynced

@@ -55,6 +55,19 @@ def test_durability_settings(path: Path) -> None:
         assert conn.execute("PRAGMA locking_mode").fetchone()[0] == "exclusive"
 
 
+def test_a_commit_index_saved_without_sync_is_kept_and_the_next_save_is_synced(path: Path) -> None:
+    """Issue 17: the commit index alone is saved without an fsync; the setting is put back at once."""
+    with SQLiteLogStore(path) as store:
+        conn = store._conn
+        assert conn is not None
+        store.save(HardState(2, 1, 0), 1, [app(1, "a"), app(2, "b")])
+        store.save(HardState(2, 1, 2), sync=False)
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert store.load().hard_state == HardState(2, 1, 2)
+    with SQLiteLogStore(path) as store:
+        assert store.load().hard_state == HardState(2, 1, 2)
+
+
 def test_reopen_gives_the_same_state(path: Path) -> None:
     with SQLiteLogStore(path) as store:
         store.save(HardState(4, 2, 5), 1, [app(t, str(t)) for t in (1, 1, 2, 3, 4, 4)])
