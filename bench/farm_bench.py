@@ -187,7 +187,14 @@ async def measure(
 ) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
+    for _ in range(100):  # a farm just started may still be electing its first leader
+        if status["leader"] is not None:
+            break
+        await task.deferLater(reactor, 0.1)
+        status = await client.status()
     leader_id = status["leader"]
+    if leader_id is None:
+        raise RuntimeError("the farm elected no leader in 10 s")
     leader = await client.connect(client.endpoints[leader_id])
     follower_id = next(i for i in client.endpoints if i != leader_id)
     follower = await client.connect(client.endpoints[follower_id])
