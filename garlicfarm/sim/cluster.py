@@ -253,6 +253,7 @@ class SimCluster:
         for node in self.nodes.values():
             node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
             node.crash_points.crash_rate = node.crash_points.snapshot_crash_rate = 0.0
+            node.crash_points.force_next = False  # a "crash soon" not yet due: faults are over
             if not node.up:
                 node.start()
 

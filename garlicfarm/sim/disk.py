@@ -68,12 +68,12 @@ class CrashingLogStore:
         *,
         sync: bool = True,
     ) -> None:
+        self.points.before("log save")  # a crash may come before any write, synced or not
         if not sync:
             if entries_from is not None:
                 raise AssertionError("entries saved without sync: a crash could lose them")
             self.unsynced = hard_state if hard_state is not None else self.unsynced
             return
-        self.points.before("log save")
         self.durable.save(hard_state if hard_state is not None else self.unsynced, entries_from, entries)
         self.unsynced = None
 
