@@ -40,6 +40,7 @@ from garlicfarm.net.inbound import InboundFactory
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.raft.writers import InlineWriter, ThreadWriter, Writer
 from garlicfarm.storage.snapshots import FileSnapshotStore, recover
 from garlicfarm.storage.sqlite import SQLiteLogStore
 from garlicfarm.wire import (
@@ -97,6 +98,9 @@ class GarlicFarmService(MultiService):
         if not config.fsync:
             self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
         self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
+        #: the store's writes run on a thread of their own, so that an fsync never holds the reactor
+        threads = ThreadWriter.usable(self.reactor)
+        self.writer: Writer = ThreadWriter(self.reactor) if threads else InlineWriter()
         stored = self.store.load()
         data = recover(stored.snapshot, self.snapshots)
         if stored.snapshot is not None:
@@ -127,6 +131,7 @@ class GarlicFarmService(MultiService):
             snapshot_every=config.snapshot_every,
             group_commit=True,
             submit_timeout=config.commit_timeout,
+            writer=self.writer,
         )
         self.driver.on_failure.append(self._failed)
         #: stop dialling servers that are neither members nor joining (a refused join, a removal)
@@ -328,5 +333,6 @@ class GarlicFarmService(MultiService):
         return result
 
     def _close_store(self, result: object) -> object:
+        self.writer.stop()  # the writes already given end first
         self.store.close()
         return result

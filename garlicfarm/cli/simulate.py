@@ -35,8 +35,15 @@ def mutations_for(mutant: str | None, flags: Sequence[str] = ()) -> Mutations:
 def settings_from(args: argparse.Namespace) -> SimSettings:
     mutations = mutations_for(args.mutant, args.mutate)
     faults = Faults.none() if args.no_faults else Faults()
+    if args.disk_latency and not args.driver:
+        raise SystemExit("garlicfarm simulate: --disk-latency needs --driver (the driver's writer models it)")
     return SimSettings(
-        nodes=args.nodes, duration_ms=args.duration, faults=faults, mutations=mutations, driver=args.driver
+        nodes=args.nodes,
+        duration_ms=args.duration,
+        faults=faults,
+        mutations=mutations,
+        driver=args.driver,
+        disk_latency_ms=args.disk_latency,
     )
 
 
@@ -49,6 +56,8 @@ def _replay_command(args: argparse.Namespace, seed: int) -> str:
         parts.append("--no-faults")
     if args.driver:
         parts.append("--driver")
+    if args.disk_latency:
+        parts.append(f"--disk-latency {args.disk_latency:g}")
     return " ".join(parts)
 
 
@@ -136,6 +145,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="run each server with the real RaftDriver (a task.Clock per node) instead of the "
         "simulator's own Ready loop, so that the driver's persist-before-send order is checked",
+    )
+    sim.add_argument(
+        "--disk-latency",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="with --driver: log store writes take up to 2*MS simulated ms each, in order, as on the "
+        "service's writer thread (messages wait for them; a leader's own entries are written while "
+        "they replicate); default 0: done at once",
     )
     sim.add_argument(
         "--mutate",

@@ -486,6 +486,9 @@ class RaftCore:
             sends=tuple(self._sends),
             replies=tuple(self._replies),
             committed=committed,
+            last_index=self.log.last_index,
+            last_term=self.log.last_term,
+            from_leader=self.role is Role.LEADER,
         )
         self._installed = None
         self._sends = []
@@ -493,9 +496,13 @@ class RaftCore:
         return ready
 
     def advance(self, ready: Ready) -> None:
-        """The driver persisted ``ready``: our own log now counts towards commit as far as it is durable."""
-        unpersisted = self.log.unpersisted_from
-        self._persisted_index = self.log.last_index if unpersisted is None else unpersisted - 1
+        """``ready``'s save is durable (and every earlier one): our own log counts towards commit as
+        far as the store now holds it. The driver may call this after later Readies were made (its
+        writes are asynchronous); a log changed since at ``ready.last_index`` (a truncation and a
+        newer term's entry there) agrees with the store only up to the truncation, which
+        :meth:`_truncate_after` accounted for (Log Matching: same index and term, same prefix)."""
+        if ready.needs_persist() and self.log.term_at(ready.last_index) == ready.last_term:
+            self._persisted_index = max(self._persisted_index, ready.last_index)
         if self.role is Role.LEADER:
             self._maybe_commit()
 
@@ -935,6 +942,7 @@ class RaftCore:
     def _truncate_after(self, index: int) -> None:
         self._data_position = None
         self.log.truncate_and_append(index, [])
+        self._persisted_index = min(self._persisted_index, index)
         while self._configs[-1][0] > index:
             self._configs.pop()
 
@@ -1198,6 +1206,7 @@ class RaftCore:
 
     def _set_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
         self.log.compact(meta.last_index, meta.last_term)
+        self._persisted_index = min(self._persisted_index, self.log.last_index)
         later = [(i, c) for i, c in self._configs if meta.last_index < i <= self.log.last_index]
         self._configs = [(meta.last_index, meta.config), *later]
         self._snapshot_data = data

@@ -1,8 +1,13 @@
 """Runs a :class:`RaftCore` under Twisted: ticks from ``IReactorTime``, persistence through a
 :class:`LogStore`, messages through a :class:`PeerTransport`, results as Deferreds.
 
-The order in :meth:`RaftDriver._process` is the safety contract: persist, then ``advance``, then send,
-reply and apply. Nothing leaves this node before what it depends on is durable.
+The order in :meth:`RaftDriver._handle` is the safety contract: persist, then ``advance``, then send,
+reply and apply. Nothing leaves this node before what it depends on is durable. The store's writes
+run through a :class:`Writer` (on a thread of their own in a running node), so "durable" comes later
+than "handled": the messages of a Ready wait, in order, for the writes they depend on, while the
+driver goes on with the next Readies. The one exception is the leader's (Raft dissertation §10.2.1):
+AppendEntries carry its new entries while they are being written, because its own log counts
+towards a commit only once :meth:`RaftCore.advance` says it is durable.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import Ready
-from garlicfarm.storage.interface import LogStore, StorageError
+from garlicfarm.raft.writers import InlineWriter, Writer
+from garlicfarm.storage.interface import LogStore, SnapshotMeta, StorageError
 from garlicfarm.storage.snapshots import SnapshotStore
 from garlicfarm.wire.messages import (
     AddServerRequest,
@@ -110,8 +116,19 @@ class RaftDriver:
         snapshot_every: int = 5000,
         group_commit: bool = False,
         change_timeout: float = 3600.0,
+        writer: Writer | None = None,
     ) -> None:
         self.core = core
+        #: runs the store's writes, in order (default: at once, on this thread)
+        self.writer: Writer = writer or InlineWriter()
+        #: writes given to the writer / ended, counted; messages held until the write they need ended
+        self._writes_given = 0
+        self._writes_done = 0
+        #: the last write that was not a leader's own entries: a leader's messages wait for it
+        self._floor = 0
+        self._held: deque[tuple[int, Ready]] = deque()
+        #: the last index applied to the state machine (a snapshot covers exactly that)
+        self._machine_index = core.applied
         #: the term and vote the store holds durably (a save that changes them is synced)
         self._durable_vote: tuple[int, int | None] = (core.term, core.voted_for)
         self.store = store
@@ -176,6 +193,7 @@ class RaftDriver:
             self._ticker.stop()
         if self._drain is not None and self._drain.active():
             self._drain.cancel()
+        self._held.clear()  # what was waiting for a write never leaves
         self._end_transfers(None)
         pending, self._pending = self._pending, {}
         for d in pending.values():
@@ -469,12 +487,88 @@ class RaftDriver:
     def _handle(self, ready: Ready) -> None:
         if ready.snapshot is not None:
             self._install(ready)
+        # The writes this Ready's messages wait for: every one given so far, and its own save unless
+        # that is only the commit index (volatile). A leader's (§10.2.1) wait only for writes that
+        # were not a leader's own entries: its AppendEntries carry entries still being written, and
+        # its answers follow commits, which count its own log only as far as it is written.
+        early = ready.leader_may_send_early(self._durable_vote)
+        needed = self._writes_given
         if ready.needs_persist():
             hard, sync = ready.hard_state, ready.needs_sync(self._durable_vote)
-            self.store.save(hard, ready.entries_from, ready.entries, sync=sync)
+            self._write(
+                lambda: self.store.save(hard, ready.entries_from, ready.entries, sync=sync),
+                lambda: self._saved(ready),
+            )
             if sync and hard is not None:
+                # the store holds it once this write ends; every later write comes after it
                 self._durable_vote = (hard.term, hard.voted_for)
-        self.core.advance(ready)
+            if not early:
+                self._floor = self._writes_given
+                if sync:
+                    needed = self._writes_given
+        else:
+            self.core.advance(ready)
+        if early:
+            needed = self._floor
+        if needed > self._writes_done or self._held:
+            self._held.append((needed, ready))
+        else:
+            self._dispatch(ready)
+
+    def _write(self, job: Callable[[], None], then: Callable[[], None] | None = None) -> None:
+        """Give ``job`` to the writer. When it ended: ``then``, and the messages that waited for it
+        leave. When it failed, the node stops: it cannot act on state it may have lost."""
+        self._writes_given += 1
+        number = self._writes_given
+
+        def ended(_: None) -> None:
+            if not self.running:
+                return
+            self._writes_done = number
+            # Inside _process already (an inline write) or not: a drain asked for meanwhile waits
+            # until the held messages left, so that they leave in the order they were made.
+            was, self._processing = self._processing, True
+            try:
+                if then is not None:
+                    then()
+                self._release()
+            except Exception:
+                self._fail(Failure(), "the driver failed after a write to the log store")
+                return
+            finally:
+                self._processing = was
+            if not was and self._again:
+                self._process()
+
+        def failed(failure: Failure) -> None:
+            if self.running:
+                what = "storage failed" if failure.check(StorageError) else "a write to the log store failed"
+                self._fail(failure, what + ", so that it cannot act on lost state")
+
+        self.writer.write(job).addCallbacks(ended, failed)
+
+    def _saved(self, ready: Ready) -> None:
+        self.core.advance(ready)  # our own log now counts as far as this save went: a commit may follow
+        if self.core.has_ready():
+            self._again = True
+
+    def _release(self) -> None:
+        while self._held and self._held[0][0] <= self._writes_done and self.running:
+            self._dispatch(self._held.popleft()[1])
+
+    def _dispatch(self, ready: Ready) -> None:
+        """Send, reply and apply: what ``ready`` depended on is durable."""
+        try:
+            self._deliver(ready)
+        except Exception:
+            where = "the Raft core failed"
+            if self._applying is not None:
+                where = f"the state machine failed on log entry {self._applying}"
+            self._fail(Failure(), where)
+        finally:
+            self._applying = None
+
+    def _deliver(self, ready: Ready) -> None:
         for send in ready.sends:
             d = self.transport.send(send.to, send.message, send.endpoint)
             d.addCallbacks(self._on_response, self._on_send_failure, errbackArgs=(send.to,))
@@ -482,13 +576,16 @@ class RaftDriver:
             pending = self._pending.pop(reply.handle, None)
             if pending is not None:
                 pending.callback(reply.message)
-        if ready.snapshot is not None and self.state_machine is not None:
-            self._applying = ready.snapshot.meta.last_index
-            self.state_machine.restore(ready.snapshot.data)
+        if ready.snapshot is not None:
+            self._machine_index = ready.snapshot.meta.last_index
+            if self.state_machine is not None:
+                self._applying = ready.snapshot.meta.last_index
+                self.state_machine.restore(ready.snapshot.data)
         for index, entry in ready.committed:
             self._applying = index
             for fn in self._on_apply:
                 fn(index, entry)
+            self._machine_index = index
         self._applying = None
         if ready.committed:
             self._maybe_compact()
@@ -523,26 +620,31 @@ class RaftDriver:
         self.log.info(
             "installing a snapshot up to index {index} from the leader", index=ready.snapshot.meta.last_index
         )
-        if self.snapshots is not None:
-            self.snapshots.save(ready.snapshot.meta, ready.snapshot.data)
-        self.store.compact(ready.snapshot.meta)
-        if self.snapshots is not None:
-            self.snapshots.prune(ready.snapshot.meta)  # only now is the previous one no longer needed
+        self._store_snapshot(ready.snapshot.meta, ready.snapshot.data)
 
     def _maybe_compact(self) -> None:
         core = self.core
         if (
             self.state_machine is None
             or self.snapshots is None
-            or core.applied - core.log.snapshot_index < self.snapshot_every
+            or self._machine_index - core.log.snapshot_index < self.snapshot_every
         ):
             return
+        # The state machine's own index: the core may have handed later entries out already, in
+        # Readies whose messages still wait for a write.
         data = self.state_machine.snapshot()
-        meta = core.compact(core.applied, data)
-        self.snapshots.save(meta, data)
-        self.store.compact(meta)
-        self.snapshots.prune(meta)
+        meta = core.compact(self._machine_index, data)
+        self._store_snapshot(meta, data)
         self.log.info("snapshot taken at index {index}; log compacted", index=meta.last_index)
+
+    def _store_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        """The new snapshot file, then (after the writes before it) the log store's compaction, and
+        only then the previous file goes: a crash anywhere in between leaves a snapshot the store names."""
+        if self.snapshots is not None:
+            self.snapshots.save(meta, data)
+        snapshots = self.snapshots
+        prune = None if snapshots is None else lambda: snapshots.prune(meta)
+        self._write(lambda: self.store.compact(meta), prune)
 
 
 def _failed(error: Exception) -> Deferred[Any]:

@@ -107,8 +107,9 @@ class Reply:
 @attrs.frozen
 class Ready:
     """What the driver must do, in this order: install ``snapshot`` (if any), persist (hard state,
-    then entries), call :meth:`RaftCore.advance`, then send, reply and apply. Nothing in ``sends`` or
-    ``replies`` may leave before the persistence it depends on is durable."""
+    then entries), call :meth:`RaftCore.advance` once that is durable, then send, reply and apply.
+    Nothing in ``sends`` or ``replies`` may leave before the persistence it depends on is durable,
+    with one exception (:meth:`leader_may_send_early`)."""
 
     snapshot: InstalledSnapshot | None = None
     hard_state: HardState | None = None
@@ -117,6 +118,12 @@ class Ready:
     sends: tuple[Send, ...] = ()
     replies: tuple[Reply, ...] = ()
     committed: tuple[tuple[int, LogEntry], ...] = ()
+    #: the log's last index and its term when this Ready was made: once its save is durable, the
+    #: store holds that log up to there (:meth:`RaftCore.advance`)
+    last_index: int = 0
+    last_term: int = 0
+    #: made by a leader (see :meth:`leader_may_send_early`)
+    from_leader: bool = False
 
     def needs_persist(self) -> bool:
         return self.hard_state is not None or self.entries_from is not None
@@ -125,7 +132,16 @@ class Ready:
         """Whether the save must be durable before anything leaves: it holds entries, or a term or
         vote other than ``durable_vote`` (what the store holds durably). The commit index alone is
         Raft's volatile state: a crash may lose it, and the leader tells it again."""
+        return self.entries_from is not None or self.changes_vote(durable_vote)
+
+    def changes_vote(self, durable_vote: tuple[int, int | None]) -> bool:
         hard = self.hard_state
-        return self.entries_from is not None or (
-            hard is not None and (hard.term, hard.voted_for) != durable_vote
-        )
+        return hard is not None and (hard.term, hard.voted_for) != durable_vote
+
+    def leader_may_send_early(self, durable_vote: tuple[int, int | None]) -> bool:
+        """A leader's Ready whose messages need not wait for its own save (Raft dissertation §10.2.1):
+        it only appends the leader's new entries (and the commit index), so its AppendEntries may
+        carry them while they are being written, and its answers to clients follow commits, which
+        count the leader's own log only as far as :meth:`RaftCore.advance` says it is durable. Its
+        messages still wait for earlier saves."""
+        return self.from_leader and self.snapshot is None and not self.changes_vote(durable_vote)

@@ -67,6 +67,10 @@ class SimSettings:
     #: mean ms between leadership transfers asked of the leader (swarm draws it per seed, from a
     #: random stream of its own, so that seeds without transfers run as they did before); 0 = none
     transfer_every: int = 800
+    #: with ``driver``: mean ms a write of the log store takes, run in order on the node's clock as
+    #: the service's writer thread runs them (messages wait for the writes they need; a leader's
+    #: AppendEntries do not wait for its own); 0 = every write done at once
+    disk_latency_ms: float = 0
 
 
 @attrs.frozen
@@ -172,6 +176,8 @@ class SimCluster:
             node.crash_points.crash_rate = settings.faults.crash_at_write
             node.crash_points.snapshot_crash_rate = settings.faults.crash_at_snapshot_write
             node.compact_every = settings.compact_every
+            if settings.disk_latency_ms:
+                node.disk_latency = settings.disk_latency_ms / 1000
             node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
             skew = settings.faults.clock_skew

@@ -11,10 +11,13 @@ prune) is what the invariants check.
 from __future__ import annotations
 
 import itertools
+import random
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall
 from twisted.internet.task import Clock
 from twisted.logger import Logger, LogPublisher
 from twisted.python.failure import Failure
@@ -22,10 +25,56 @@ from twisted.python.failure import Failure
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.types import Ready, is_vote_grant
+from garlicfarm.raft.writers import InlineWriter
 from garlicfarm.sim.disk import DiskCrash
 from garlicfarm.sim.node import Origin, SimNode
 from garlicfarm.wire.messages import Message, Request, RequestVoteResponse, Response
 from garlicfarm.wire.payloads import LogEntry
+
+
+class DelayedWriter:
+    """A disk that takes time (``garlicfarm simulate --driver --disk-latency MS``): each write given
+    to it runs on the node's clock up to ``2 * mean`` seconds later, after the one before, as the
+    service's writer thread does; what had not run when the node crashes is lost with it."""
+
+    def __init__(self, clock: Clock, node: DriverSimNode) -> None:
+        self.clock = clock
+        self.node = node
+        self._rng: random.Random | None = None
+        self._last = 0.0
+        self._calls: list[IDelayedCall] = []
+
+    def write(self, job: Callable[[], None]) -> Deferred[None]:
+        mean = self.node.disk_latency
+        if not mean and not self._calls:
+            return InlineWriter().write(job)  # no latency: the seed runs as it always did
+        if self._rng is None:  # drawn from the node's stream only when the disk takes time
+            self._rng = random.Random(self.node.rng.getrandbits(64))
+        d: Deferred[None] = Deferred()
+        due = max(self._last, self.clock.seconds() + self._rng.uniform(0, 2 * mean))
+        self._last = due
+
+        def run() -> None:
+            self._calls.remove(call)
+            try:
+                job()
+            except BaseException:
+                d.errback()
+            else:
+                d.callback(None)
+
+        call = self.clock.callLater(due - self.clock.seconds(), run)
+        self._calls.append(call)
+        return d
+
+    def stop(self) -> None:
+        pass
+
+    def crash(self) -> None:
+        """The machine died: the writes not done yet never happen."""
+        calls, self._calls = self._calls, []
+        for call in calls:
+            call.cancel()
 
 
 class _Transport:
@@ -45,6 +94,8 @@ class _CheckedDriver(RaftDriver):
 
     def _handle(self, ready: Ready) -> None:
         self.sim._check_entries(self.core, ready)
+        if self.sim.mutations.count_unwritten and ready.needs_persist():
+            self.core.advance(ready)  # the mutant: our own log counts before its write ended
         if self.sim.mutations.send_before_persist:
             # the mutant driver: messages and answers leave before the store's write
             for send in ready.sends:
@@ -67,6 +118,7 @@ class DriverSimNode(SimNode):
         self.clock = Clock()
         self._awaiting: dict[int, Deferred[Response]] = {}
         self._request_ids = itertools.count(1)
+        self.writer: DelayedWriter | None = None
         super().__init__(*args, **kwargs)
 
     def start(self) -> None:
@@ -88,13 +140,20 @@ class DriverSimNode(SimNode):
             # as the service runs it: a reactor turn's messages share one Ready, drained by a
             # callLater(0) -- after the caller attached its callbacks to handle_request's Deferred
             group_commit=True,
+            writer=self._new_writer(),
         )
         driver.sim = self
         driver.on_failure.append(self._driver_failed)
         self.driver = driver
         driver.start()
 
+    def _new_writer(self) -> DelayedWriter:
+        self.writer = DelayedWriter(self.clock, self)
+        return self.writer
+
     def crash(self) -> None:
+        if self.writer is not None:
+            self.writer.crash()
         driver, self.driver = self.driver, None
         if driver is not None and driver.running:
             driver.stop()
@@ -107,30 +166,34 @@ class DriverSimNode(SimNode):
         else:
             self.checker.fail("driver stopped", f"node {self.id}: {failure.getErrorMessage()}")
 
-    def _catch_up_clock(self) -> None:
-        self.clock.advance(max(0.0, self.checker.now / 1000 - self.clock.seconds()))
+    def _catch_up_clock(self) -> bool:
+        """Bring the node's clock to the simulated time (writes that were due end now, and may crash
+        the node); whether the node is still up."""
+        if self.driver is not None:
+            self.clock.advance(max(0.0, self.checker.now / 1000 - self.clock.seconds()))
+        return self.driver is not None
 
     def tick(self) -> None:
-        if self.driver is None:
+        if not self._catch_up_clock():
             return
-        self._catch_up_clock()
+        assert self.driver is not None
         self.driver._tick()
         self.clock.advance(0)
         self._after()
 
     def transfer(self, target: int | None) -> None:
-        if self.driver is None:
+        if not self._catch_up_clock():
             return
-        self._catch_up_clock()
+        assert self.driver is not None
         self.driver.transfer_leadership(target)
         self.clock.advance(0)
         self._after()
 
     def receive(self, message: Message, origin: Origin | None) -> None:
-        driver = self.driver
-        if driver is None:
+        if not self._catch_up_clock():
             return
-        self._catch_up_clock()
+        driver = self.driver
+        assert driver is not None
         if isinstance(message, Request):
             assert origin is not None
             d = driver.handle_request(message)

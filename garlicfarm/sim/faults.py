@@ -79,6 +79,10 @@ class Mutations:
     #: a new snapshot file replaces the old one before the log store's compaction (one file, as
     #: before 0.2): a crash between the two leaves a log store naming a file that is gone
     snapshot_file_first: bool = False
+    #: a leader counts its own new entries towards a commit before its write of them ended (Raft
+    #: dissertation §10.2.1 broken); only the real driver with a disk that takes time shows it
+    #: (``--driver --disk-latency MS``)
+    count_unwritten: bool = False
     #: a core from :data:`garlicfarm.sim.mutants.CORE_MUTANTS` ("" = the real one)
     core: str = ""
 
@@ -88,5 +92,6 @@ class Mutations:
             self.skip_vote_log_check,
             self.send_before_persist,
             self.snapshot_file_first,
+            self.count_unwritten,
         )
         return any(flags) or bool(self.core)

@@ -112,6 +112,8 @@ class SimNode:
         self.start_failure: str | None = None
         #: bytes in the state machine's snapshot
         self.snapshot_bytes = 40
+        #: mean seconds a log store write takes; only the driver-run node models it (driven.py)
+        self.disk_latency = 0.0
         self.machine = DigestMachine()
         self.start()
 

@@ -44,8 +44,27 @@ DRIVER_BOUNDS = {
 }
 
 
+#: mutants only the real driver with a disk that takes time can show: (bound, --disk-latency ms)
+DRIVER_DISK_BOUNDS = {"count_unwritten": (20, 5.0)}
+
+
 def test_every_mutant_has_a_bound() -> None:
-    assert sorted(BOUNDS) == MUTANTS
+    assert sorted([*BOUNDS, *DRIVER_DISK_BOUNDS]) == MUTANTS
+
+
+@pytest.mark.parametrize(("mutant", "bound", "latency"), [(m, *b) for m, b in DRIVER_DISK_BOUNDS.items()])
+def test_the_simulator_catches_slow_disk_driver_mutants(mutant: str, bound: int, latency: float) -> None:
+    settings = SimSettings(nodes=3, mutations=mutations_for(mutant), driver=True, disk_latency_ms=latency)
+    assert any(not run_seed(seed, settings).ok for seed in range(bound)), f"{mutant}: none in {bound} seeds"
+
+
+def test_driver_mode_with_a_slow_disk_runs_clean() -> None:
+    """Writes that take time: followers' answers wait for them, the leader replicates meanwhile."""
+    settings = SimSettings(nodes=3, driver=True, disk_latency_ms=5.0)
+    for seed in range(10):
+        result = run_seed(seed, settings)
+        assert result.ok, f"seed {seed}: {[str(v) for v in result.violations]}"
+        assert result.committed > 0
 
 
 def _first_violation(mutant: str, bound: int, driver: bool = False) -> int | None:

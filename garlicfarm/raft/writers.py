@@ -1,0 +1,71 @@
+"""Where the driver's log store writes run: inline (tests, the simulator's default) or, in a running
+node, on a thread of their own so that an fsync never holds the reactor (Raft dissertation §10.2.1:
+the leader writes its own log while the same entries are on their way to the followers).
+
+Every writer runs its jobs one at a time in the order given, and fires each job's Deferred after the
+job and every earlier one ended: the driver's safety argument rests on that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.interfaces import IReactorCore, IReactorFromThreads
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+Job = Callable[[], None]
+
+
+class Writer(Protocol):
+    def write(self, job: Job) -> Deferred[None]:
+        """Run ``job`` after every job given before; fires when it ended (fails with its exception)."""
+
+    def stop(self) -> None:
+        """Finish the jobs already given, then accept no more."""
+
+
+class InlineWriter:
+    """Runs each job at once, on the caller's thread: the Deferred has fired when ``write`` returns."""
+
+    def write(self, job: Job) -> Deferred[None]:
+        try:
+            job()
+        except BaseException:
+            return fail()
+        return succeed(None)
+
+    def stop(self) -> None:
+        pass
+
+
+class ThreadWriter:
+    """Runs the jobs on one thread of their own, in order; results come back through the reactor."""
+
+    def __init__(self, reactor: Any, name: str = "garlicfarm-log-writer") -> None:
+        self._reactor = reactor
+        # One thread: a pool of one runs its queue first in, first out.
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
+        self._stopped = False
+
+    @staticmethod
+    def usable(reactor: object) -> bool:
+        """Whether ``reactor`` can take results from a thread (a test's Clock cannot)."""
+        return IReactorFromThreads.providedBy(reactor) and IReactorCore.providedBy(reactor)
+
+    def write(self, job: Job) -> Deferred[None]:
+        if self._stopped:
+            return fail(RuntimeError("the log writer was stopped"))
+        if not self._pool.started:  # started with the first write: a node never run holds no thread
+            self._pool.start()
+            # the thread must not outlive the reactor (it would keep the process alive)
+            self._reactor.addSystemEventTrigger("during", "shutdown", self.stop)
+        return deferToThreadPool(self._reactor, self._pool, job)
+
+    def stop(self) -> None:
+        self._stopped = True
+        # ThreadPool.stop lets the worker finish what is queued, then joins it.
+        if self._pool.started:
+            self._pool.stop()
