@@ -104,6 +104,9 @@ class NodeConfig:
     max_entries_size: int = 16 * 1024 * 1024
     #: [storage] fsync = false: for benchmarks against stores that do not fsync; never in production
     fsync: bool = True
+    #: [storage] writer: "thread" (a leader's own log is written on a thread of its own while its
+    #: entries replicate, Raft dissertation §10.2.1) or "inline" (every write on the reactor thread)
+    writer: str = "thread"
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def password(self) -> str:
@@ -188,7 +191,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "max_entries_size",
         }
     ),
-    "storage": frozenset({"fsync"}),
+    "storage": frozenset({"fsync", "writer"}),
     "app": frozenset({"interval", "publish_config", "master"}),
     "router": frozenset({"kind", "url", "password_file", "pin", "leaves", "status_file"}),
     "publisher": frozenset({"kind", "path", "command", "url"}),
@@ -294,6 +297,9 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     fsync = storage.get("fsync", True)
     if not isinstance(fsync, bool):
         raise ConfigError(f"{path}: [storage] fsync must be true or false")
+    writer = storage.get("writer", "thread")
+    if writer not in ("thread", "inline"):
+        raise ConfigError(f'{path}: [storage] writer must be "thread" or "inline", not {writer!r}')
     known = {"node", "auth", "tls", "peers", "raft", "limits", "storage"}
     max_entries_size = reader.integer(
         limits, "limits", "max_entries_size", 1024, 2**31, default=16 * 1024 * 1024
@@ -334,6 +340,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
         max_unauthenticated=reader.integer(limits, "limits", "max_unauthenticated", 1, 100_000, default=64),
         max_buffered=max_buffered,
         fsync=fsync,
+        writer=writer,
         max_entries_size=max_entries_size,
         extra={k: v for k, v in raw.items() if k not in known},
     )

@@ -99,7 +99,7 @@ class GarlicFarmService(MultiService):
             self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
         self.snapshots = FileSnapshotStore(config.data_dir / "snapshot")
         #: the store's writes run on a thread of their own, so that an fsync never holds the reactor
-        threads = ThreadWriter.usable(self.reactor)
+        threads = config.writer == "thread" and ThreadWriter.usable(self.reactor)
         self.writer: Writer = ThreadWriter(self.reactor) if threads else InlineWriter()
         stored = self.store.load()
         data = recover(stored.snapshot, self.snapshots)

@@ -97,6 +97,7 @@ class StateMachine(Protocol):
 
 
 ApplyFn = Callable[[int, LogEntry], None]
+_INLINE = InlineWriter()
 
 
 class RaftDriver:
@@ -498,6 +499,7 @@ class RaftDriver:
             self._write(
                 lambda: self.store.save(hard, ready.entries_from, ready.entries, sync=sync),
                 lambda: self._saved(ready),
+                background=early,
             )
             if sync and hard is not None:
                 # the store holds it once this write ends; every later write comes after it
@@ -515,9 +517,16 @@ class RaftDriver:
         else:
             self._dispatch(ready)
 
-    def _write(self, job: Callable[[], None], then: Callable[[], None] | None = None) -> None:
+    def _write(
+        self, job: Callable[[], None], then: Callable[[], None] | None = None, background: bool = False
+    ) -> None:
         """Give ``job`` to the writer. When it ended: ``then``, and the messages that waited for it
-        leave. When it failed, the node stops: it cannot act on state it may have lost."""
+        leave. When it failed, the node stops: it cannot act on state it may have lost.
+
+        Only a leader's own entries (``background``) go to the writer when no write is pending: the
+        messages of any other write wait for it, and handing it to a thread and back costs more than
+        it saves."""
+        writer = self.writer if background or self._writes_done < self._writes_given else _INLINE
         self._writes_given += 1
         number = self._writes_given
 
@@ -545,7 +554,7 @@ class RaftDriver:
                 what = "storage failed" if failure.check(StorageError) else "a write to the log store failed"
                 self._fail(failure, what + ", so that it cannot act on lost state")
 
-        self.writer.write(job).addCallbacks(ended, failed)
+        writer.write(job).addCallbacks(ended, failed)
 
     def _saved(self, ready: Ready) -> None:
         self.core.advance(ready)  # our own log now counts as far as this save went: a commit may follow

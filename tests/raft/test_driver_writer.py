@@ -21,10 +21,8 @@ from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire import (
     AppendEntriesRequest,
     AppendEntriesResponse,
-    Application,
     ClusterServer,
     Configuration,
-    LogEntry,
     Response,
 )
 from tests.raft.test_driver import OPTIONS, TICK, LocalTransport, leader_of, run
@@ -128,52 +126,65 @@ def test_a_leader_counts_itself_only_once_written() -> None:
     assert len(committed) == 1
 
 
-def test_a_follower_answers_only_once_its_write_ended() -> None:
+def test_answers_wait_in_order_for_the_writes_pending_before_them() -> None:
+    """A leader with its own entries still being written steps down: its answers as a follower
+    (which acknowledge its log) wait for those writes, and leave in the order they were made."""
     clock, drivers, writers, stores = cluster(3)
     run(clock, 1.0)
     leader = leader_of(drivers)
-    follower = next(d for d in drivers.values() if d is not leader)
-    writers[follower.core.id].auto = False
-    last = follower.core.log.last_index
-    append = AppendEntriesRequest(
-        source=leader.core.id,
-        destination=follower.core.id,
-        term=leader.core.term,
-        last_log_term=follower.core.log.last_term,
-        last_log_index=last,
-        commit_index=0,
-        entries=(LogEntry(leader.core.term, Application(b"y")),),
-    )
-    answer = follower.handle_request(append)
+    me, term = leader.core.id, leader.core.term
+    other = next(i for i in drivers if i != me)
+    writers[me].auto = False
+    leader.submit(b"x").addErrback(lambda _: None)
     clock.advance(0)
-    assert not answer.called  # the write of the entry has not ended
-    assert follower.core.log.last_index == last + 1
-    # a heartbeat behind it waits too: answers leave in the order they were made
-    beat = follower.handle_request(
-        AppendEntriesRequest(
-            source=leader.core.id,
-            destination=follower.core.id,
-            term=leader.core.term,
-            last_log_term=leader.core.term,
-            last_log_index=last + 1,
+    assert writers[me].queue  # its own entry, being written
+    last = leader.core.log.last_index
+
+    def append(prev: int, prev_term: int) -> AppendEntriesRequest:
+        return AppendEntriesRequest(
+            source=other,
+            destination=me,
+            term=term + 1,
+            last_log_term=prev_term,
+            last_log_index=prev,
             commit_index=0,
             entries=(),
         )
-    )
+
+    first = leader.handle_request(append(last, term))  # a newer leader: it steps down
+    second = leader.handle_request(append(last, term))
     clock.advance(0)
-    assert not beat.called
+    assert not leader.core.is_leader()
+    assert not first.called and not second.called
     order: list[str] = []
 
     def seen(response: Response, what: str) -> Response:
         order.append(what)
         return response
 
-    answer.addCallback(seen, "append")
-    beat.addCallback(seen, "beat")
-    writers[follower.core.id].finish()
-    assert order == ["append", "beat"]
-    assert isinstance(answer.result, AppendEntriesResponse) and answer.result.accepted
-    assert stored_last(stores[follower.core.id]) == last + 1
+    first.addCallback(seen, "first")
+    second.addCallback(seen, "second")
+    writers[me].finish(1)  # only its own entry: the new term's write is still pending
+    assert order == []
+    writers[me].finish()
+    assert order == ["first", "second"]
+    assert isinstance(first.result, AppendEntriesResponse) and first.result.accepted
+    assert stores[me].load().hard_state.term == term + 1
+    assert stored_last(stores[me]) == last
+
+
+def test_a_follower_with_nothing_pending_writes_at_once() -> None:
+    """Handing a write to a thread and back costs more than it saves when the answer waits for it."""
+    clock, drivers, writers, _ = cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    for i in drivers:
+        writers[i].auto = False
+    leader.submit(b"x")
+    run(clock, 0.05)
+    followers = [i for i in drivers if i != leader.core.id]
+    assert all(not writers[i].queue for i in followers)
+    assert writers[leader.core.id].queue
 
 
 def test_a_failed_write_stops_the_node_and_nothing_it_held_leaves() -> None:
