@@ -91,7 +91,10 @@ Entry = StatusRecord | AdminCommand
 
 def parse_entry(data: bytes, cluster: str) -> Entry:
     """The record or admin command in ``data``, or :class:`SchemaError`."""
-    raw = parse_json(data)
+    return _entry(parse_json(data), cluster)
+
+
+def _entry(raw: Any, cluster: str) -> Entry:
     if not isinstance(raw, dict):
         raise SchemaError("a record is a JSON object")
     if raw.get("cluster") != cluster:
@@ -156,13 +159,22 @@ def admission_error(data: bytes, cluster: str) -> str | None:
     names this farm must also be a valid record or admin command. JSON for other uses (tools, tests,
     other clusters) is admitted and ignored by the application, as it always was.
     """
+    return check_entry(data, cluster)[0]
+
+
+def check_entry(data: bytes, cluster: str) -> tuple[str | None, Entry | SchemaError]:
+    """:func:`admission_error` and the outcome of :func:`parse_entry` (the entry, or the error it
+    raises), from one parse: a leader checks an entry when it is submitted and applies it once
+    committed (:class:`garlicfarm.app.state.FarmState` keeps the outcome in between)."""
     try:
         raw = parse_json(data)
-        if isinstance(raw, dict) and raw.get("cluster") == cluster:
-            parse_entry(data, cluster)
     except SchemaError as e:
-        return str(e)
-    return None
+        return str(e), e
+    try:
+        return None, _entry(raw, cluster)
+    except SchemaError as e:
+        ours = isinstance(raw, dict) and raw.get("cluster") == cluster
+        return (str(e) if ours else None), e
 
 
 def parse_json(data: bytes) -> Any:
@@ -175,15 +187,20 @@ def parse_json(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SchemaError(f"not UTF-8 at byte {e.start}") from None
+    if text.startswith("\ufeff"):  # as json.loads says it (its decoder object does not check)
+        raise SchemaError(
+            f"not JSON: {json.JSONDecodeError('Unexpected UTF-8 BOM (decode using utf-8-sig)', text, 0)}"
+        )
     try:
-        raw = json.loads(text, object_pairs_hook=unique_keys)
+        raw = _DECODER.decode(text)
     except RecursionError:
         raise SchemaError(f"nested deeper than {MAX_DEPTH}") from None
     except SchemaError:
         raise
     except ValueError as e:
         raise SchemaError(f"not JSON: {e}") from None
-    _check_tree(raw)
+    if not _tree_ok(raw, "\\u" in text):
+        _check_tree(raw)  # the walk that names what is wrong, and where
     return raw
 
 
@@ -199,6 +216,32 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: one decoder for every record (json.loads with a hook builds a new one per call)
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys)
+_CONTAINERS = (dict, list)
+
+
+def _tree_ok(value: Any, escapes: bool) -> bool:
+    """The checks of :func:`_check_tree`, fast, without naming anything: no string can hold a lone
+    surrogate when the text had no ``\\u`` escape (UTF-8 cannot encode one)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(item, dict):
+            for key, v in item.items():
+                if escapes and _SURROGATE.search(key):
+                    return False
+                if isinstance(v, _CONTAINERS) or (escapes and isinstance(v, str)) or depth >= MAX_DEPTH:
+                    stack.append((v, depth + 1))
+        elif isinstance(item, list):
+            for v in item:
+                if isinstance(v, _CONTAINERS) or (escapes and isinstance(v, str)) or depth >= MAX_DEPTH:
+                    stack.append((v, depth + 1))
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            return False
+    return True
 
 
 def _printable(text: str) -> str:

@@ -18,9 +18,10 @@ import attrs
 from garlicfarm.app import scoring
 from garlicfarm.app.schema import (
     AdminCommand,
+    Entry,
     SchemaError,
     StatusRecord,
-    admission_error,
+    check_entry,
     parse_entry,
     record_from_json,
     record_to_json,
@@ -28,6 +29,8 @@ from garlicfarm.app.schema import (
 from garlicfarm.wire.payloads import Application, Configuration, LogEntry
 
 MAX_REJECTS_KEPT = 100
+#: entries a leader admitted and has not applied yet whose parse it keeps (beyond: parsed again)
+MAX_CHECKED_KEPT = 4096
 
 
 @attrs.frozen
@@ -56,6 +59,8 @@ class FarmState:
         self.rejected = 0
         self.duplicates = 0
         self.rejects: deque[Rejection] = deque(maxlen=MAX_REJECTS_KEPT)
+        #: data -> what parse_entry makes of it, for entries check() admitted (apply takes it)
+        self._checked: dict[bytes, Entry | SchemaError] = {}
         #: called with (index, record) for every accepted status record: the telemetry archive
         self.on_record: list[Callable[[int, StatusRecord], None]] = []
         #: called with (publisher, leases) when either changes
@@ -70,11 +75,15 @@ class FarmState:
             self.members = value.ids()
             self.now = scoring.farm_time(self.latest, self.members, self.now)
         elif isinstance(value, Application):
-            try:
-                parsed = parse_entry(value.data, self.cluster)
-            except SchemaError as e:
+            parsed = self._checked.pop(value.data, None)
+            if parsed is None:
+                try:
+                    parsed = parse_entry(value.data, self.cluster)
+                except SchemaError as e:
+                    parsed = e
+            if isinstance(parsed, SchemaError):
                 self.rejected += 1
-                self.rejects.append(Rejection(index, str(e)))
+                self.rejects.append(Rejection(index, str(parsed)))
                 return
             if isinstance(parsed, AdminCommand):
                 self._admin(parsed)
@@ -99,7 +108,13 @@ class FarmState:
         """Why a leader must not append ``entry`` (see :func:`schema.admission_error`), or None."""
         value = entry.value
         if isinstance(value, Application):
-            return admission_error(value.data, self.cluster)
+            error, outcome = check_entry(value.data, self.cluster)
+            if error is None:
+                # a leader applies what it admitted once committed: parsed once, kept until then
+                if len(self._checked) >= MAX_CHECKED_KEPT:
+                    del self._checked[next(iter(self._checked))]
+                self._checked[value.data] = outcome
+            return error
         return None
 
     def _status(self, index: int, record: StatusRecord) -> bool:

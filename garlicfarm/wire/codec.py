@@ -203,7 +203,8 @@ def decode_frame(frame: Buffer, limits: Limits = DEFAULT_LIMITS, base: int = 0) 
         _, source, destination, term, next_index, accepted = _RESPONSE.unpack_from(frame, 0)
         if accepted > 1:
             raise InvalidField(f"accepted byte is {accepted}, must be 0 or 1", base + 25)
-        _check_range(_response_fields(source, destination, term, next_index), base)
+        if not (source <= MAX_ID and destination <= MAX_ID and term <= MAX_LONG and next_index <= MAX_LONG):
+            _check_range(_response_fields(source, destination, term, next_index), base)  # markers, or wrong
         return cls(source, destination, term, next_index, accepted == 1)
     if len(frame) < REQUEST_HEADER_SIZE:
         raise TruncatedMessage(f"a request header is {REQUEST_HEADER_SIZE} bytes, got {len(frame)}", base)
@@ -214,7 +215,16 @@ def decode_frame(frame: Buffer, limits: Limits = DEFAULT_LIMITS, base: int = 0) 
             "that follow the header",
             base + REQUEST_HEADER_SIZE - 4,
         )
-    _check_range(_request_fields(source, destination, term, last_term, last_index, commit), base)
+    # all in the plain ranges (the usual case), or the field by field check: markers, or an error
+    if not (
+        source <= MAX_ID
+        and destination <= MAX_ID
+        and term <= MAX_LONG
+        and last_term <= MAX_LONG
+        and last_index <= MAX_LONG
+        and commit <= MAX_LONG
+    ):
+        _check_range(_request_fields(source, destination, term, last_term, last_index, commit), base)
     entries = _decode_entries(frame, REQUEST_HEADER_SIZE, len(frame), limits, base)
     _check_entry_rule(cls, entries, base)
     return cls(source, destination, term, last_term, last_index, commit, entries)
@@ -248,7 +258,8 @@ def _decode_entries(buf: Buffer, start: int, end: int, limits: Limits, base: int
         if len(entries) >= limits.max_entries:
             raise LimitExceeded(f"more than {limits.max_entries} log entries", base + pos)
         term, value_type, size = _ENTRY.unpack_from(buf, pos)
-        _check_range([("log entry term", term, pos, "long")], base)
+        if term > MAX_LONG:
+            _check_range([("log entry term", term, pos, "long")], base)
         value_start = pos + ENTRY_HEADER_SIZE
         if size > end - value_start:
             raise SizeOverrun(

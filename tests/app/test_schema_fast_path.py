@@ -1,0 +1,73 @@
+"""The schema's fast paths say exactly what the slow ones say: the tree check without paths, and
+one parse for a leader's admission check and its later apply."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from garlicfarm.app.schema import (
+    SchemaError,
+    _check_tree,
+    _tree_ok,
+    admission_error,
+    check_entry,
+    parse_entry,
+    parse_json,
+)
+from garlicfarm.app.state import FarmState
+from garlicfarm.wire import Application, LogEntry
+
+# strings with lone surrogates and escapes, trees deeper than MAX_DEPTH
+texts = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFFFF), max_size=6)
+trees = st.recursive(
+    st.none() | st.booleans() | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+def _slow_ok(value: Any) -> bool:
+    try:
+        _check_tree(value)
+    except SchemaError:
+        return False
+    return True
+
+
+@given(trees)
+def test_the_fast_tree_check_agrees(value: Any) -> None:
+    text = json.dumps(value)  # ensure_ascii: any non-ASCII character is a \u escape
+    assert _tree_ok(json.loads(text), "\\u" in text) == _slow_ok(value)
+
+
+@given(trees, st.sampled_from(["farm", "other"]))
+def test_check_entry_is_admission_and_parse(value: Any, cluster: str) -> None:
+    if isinstance(value, dict) and value:
+        value = {**value, "cluster": cluster}
+    data = json.dumps(value).encode()
+    error, outcome = check_entry(data, "farm")
+    assert error == admission_error(data, "farm")
+    try:
+        expected: object = parse_entry(data, "farm")
+    except SchemaError as e:
+        assert isinstance(outcome, SchemaError) and str(outcome) == str(e)
+    else:
+        assert outcome == expected
+    if error is None:
+        parse_json(data)  # admitted: strict JSON
+
+
+def test_a_leader_applies_what_it_checked_without_parsing_again() -> None:
+    state = FarmState("farm")
+    entry = LogEntry(1, Application(b'{"tool":"x"}'))  # admitted JSON, not a farm record
+    assert state.check(entry) is None
+    state.apply(7, entry)
+    assert state.rejected == 1
+    assert state.rejects[-1].reason == "cluster: None is not this farm ('farm')"
+    assert not state._checked  # taken by apply
+    state.apply(8, entry)  # a follower's apply, unchecked: the same outcome
+    assert state.rejects[-1].reason == state.rejects[-2].reason
