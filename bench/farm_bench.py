@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -224,6 +226,15 @@ async def measure(
     return results
 
 
+def slow_disk(tmp: Path, delay_ms: float) -> None:
+    """Build bench/slow_fsync.c and preload it into the node processes started from now on."""
+    library = tmp / "slow_fsync.so"
+    source = Path(__file__).with_name("slow_fsync.c")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(library), str(source), "-ldl"], check=True)
+    os.environ["LD_PRELOAD"] = str(library)
+    os.environ["GARLICFARM_FSYNC_DELAY_US"] = str(round(delay_ms * 1000))
+
+
 def log_warnings_to_stderr() -> None:
     """The client side's warnings (a dropped connection and why) on stderr, beside the results."""
     levels = LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)
@@ -247,15 +258,26 @@ def main() -> None:
         default=0,
         help="also measure this many concurrent GarlicFarmClient.submit callers (coalesced)",
     )
+    parser.add_argument(
+        "--writer", choices=("thread", "inline"), default="thread", help="[storage] writer of every node"
+    )
+    parser.add_argument(
+        "--fsync-delay-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="a slow disk: every fsync of the nodes first waits MS (bench/slow_fsync.c preloaded; needs cc)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     log_warnings_to_stderr()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.fsync_delay_ms:
+            slow_disk(Path(tmp), args.fsync_delay_ms)
         farm = ProcFarm(Path(tmp) / "farm", args.nodes)
         for i in range(1, args.nodes + 1):
             set_options(farm.config(i), "app", interval=3600)  # status reports out of the measurement
-            if args.no_fsync:
-                set_options(farm.config(i), "storage", fsync=False)
+            set_options(farm.config(i), "storage", fsync=not args.no_fsync, writer=args.writer)
         farm.start_all()
         try:
             farm.wait_for_leader()
@@ -274,6 +296,8 @@ def main() -> None:
     result = {
         "nodes": args.nodes,
         "fsync": not args.no_fsync,
+        "writer": args.writer,
+        "fsync_delay_ms": args.fsync_delay_ms,
         "window": args.window,
         "batch": args.batch,
         **box,

@@ -488,6 +488,8 @@ class RaftDriver:
     def _handle(self, ready: Ready) -> None:
         if ready.snapshot is not None:
             self._install(ready)
+            if not self.running:
+                return  # a write failed: nothing more may reach the disk or leave
         # The writes this Ready's messages wait for: every one given so far, and its own save unless
         # that is only the commit index (volatile). A leader's (§10.2.1) wait only for writes that
         # were not a leader's own entries: its AppendEntries carry entries still being written, and
@@ -508,6 +510,8 @@ class RaftDriver:
                 self._floor = self._writes_given
                 if sync:
                     needed = self._writes_given
+            if not self.running:
+                return
         else:
             self.core.advance(ready)
         if early:
@@ -526,6 +530,8 @@ class RaftDriver:
         Only a leader's own entries (``background``) go to the writer when no write is pending: the
         messages of any other write wait for it, and handing it to a thread and back costs more than
         it saves."""
+        if not self.running:
+            return  # stopped (a write failed): the disk gets nothing after that failure
         writer = self.writer if background or self._writes_done < self._writes_given else _INLINE
         self._writes_given += 1
         number = self._writes_given

@@ -43,8 +43,11 @@ class DelayedWriter:
         self._rng: random.Random | None = None
         self._last = 0.0
         self._calls: list[IDelayedCall] = []
+        self._dead = False
 
     def write(self, job: Callable[[], None]) -> Deferred[None]:
+        if self._dead:
+            return Deferred()  # the machine died: this write never happens, and nobody hears of it
         mean = self.node.disk_latency
         if not mean and not self._calls:
             return InlineWriter().write(job)  # no latency: the seed runs as it always did
@@ -71,7 +74,8 @@ class DelayedWriter:
         pass
 
     def crash(self) -> None:
-        """The machine died: the writes not done yet never happen."""
+        """The machine died: the writes not done yet never happen, nor any given to it later."""
+        self._dead = True
         calls, self._calls = self._calls, []
         for call in calls:
             call.cancel()

@@ -15,9 +15,11 @@ from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.raft.types import InstalledSnapshot, Ready
 from garlicfarm.raft.writers import InlineWriter, ThreadWriter
-from garlicfarm.storage.interface import StorageError
+from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError
 from garlicfarm.storage.memory import MemoryLogStore
+from garlicfarm.storage.snapshots import MemorySnapshotStore
 from garlicfarm.wire import (
     AppendEntriesRequest,
     AppendEntriesResponse,
@@ -218,3 +220,35 @@ def test_the_thread_writer_runs_jobs_in_order_and_stops_after_them() -> None:
     refused: list[Failure] = []
     writer.write(lambda: None).addErrback(refused.append)
     assert refused and refused[0].check(RuntimeError)
+
+
+class FailingCompaction(BreakableStore):
+    saves_after_failure = 0
+    failed = False
+
+    def compact(self, snapshot: SnapshotMeta) -> None:
+        self.failed = True
+        raise StorageError("disk full")
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.failed:
+            self.saves_after_failure += 1
+        super().save(*args, **kwargs)
+
+
+def test_nothing_reaches_the_disk_after_a_failed_write() -> None:
+    """A snapshot from the leader whose compaction fails: the hard state that names the snapshot's
+    commit index must not be saved over the log the compaction did not replace (the simulator found
+    it: a restart then applied a stale entry as committed)."""
+    store = FailingCompaction()
+    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
+    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
+    clock = Clock()
+    driver = RaftDriver(
+        core, store, clock, LocalTransport(clock, {}, 1), TICK, snapshots=MemorySnapshotStore()
+    )
+    driver.start()
+    meta = SnapshotMeta(5, 1, bootstrap)
+    driver._handle(Ready(snapshot=InstalledSnapshot(meta, b"state"), hard_state=HardState(1, None, 5)))
+    assert not driver.running
+    assert store.failed and store.saves_after_failure == 0
