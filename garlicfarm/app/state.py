@@ -60,7 +60,8 @@ class FarmState:
         self.duplicates = 0
         self.rejects: deque[Rejection] = deque(maxlen=MAX_REJECTS_KEPT)
         #: data -> what parse_entry makes of it, for entries check() admitted (apply takes it)
-        self._checked: dict[bytes, Entry | SchemaError] = {}
+        #: (and how many admitted entries hold that data: the same bytes may be submitted often)
+        self._checked: dict[bytes, list[Any]] = {}
         #: called with (index, record) for every accepted status record: the telemetry archive
         self.on_record: list[Callable[[int, StatusRecord], None]] = []
         #: called with (publisher, leases) when either changes
@@ -75,7 +76,12 @@ class FarmState:
             self.members = value.ids()
             self.now = scoring.farm_time(self.latest, self.members, self.now)
         elif isinstance(value, Application):
-            parsed = self._checked.pop(value.data, None)
+            parsed: Entry | SchemaError | None = None
+            kept = self._checked.get(value.data)
+            if kept is not None:
+                parsed, kept[1] = kept[0], kept[1] - 1
+                if not kept[1]:
+                    del self._checked[value.data]
             if parsed is None:
                 try:
                     parsed = parse_entry(value.data, self.cluster)
@@ -111,9 +117,13 @@ class FarmState:
             error, outcome = check_entry(value.data, self.cluster)
             if error is None:
                 # a leader applies what it admitted once committed: parsed once, kept until then
-                if len(self._checked) >= MAX_CHECKED_KEPT:
-                    del self._checked[next(iter(self._checked))]
-                self._checked[value.data] = outcome
+                kept = self._checked.get(value.data)
+                if kept is not None:
+                    kept[1] += 1
+                else:
+                    if len(self._checked) >= MAX_CHECKED_KEPT:
+                        del self._checked[next(iter(self._checked))]
+                    self._checked[value.data] = [outcome, 1]
             return error
         return None
 

@@ -961,7 +961,8 @@ class RaftCore:
             return
         last = self._append_local([LogEntry(self.term, e.value) for e in m.entries])
         self._await_commit(last, handle, AppendEntriesResponse)
-        self._maybe_commit()
+        # No commit can follow from this alone: new entries count only once written (advance) or
+        # acknowledged, and a client's entries are Application values, never a configuration.
 
     def _await_commit(self, index: int, handle: int, cls: type[Response]) -> None:
         """Answer ``handle`` with a ``cls`` once the commit index decides the entry at ``index``."""

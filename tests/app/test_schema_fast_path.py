@@ -71,3 +71,14 @@ def test_a_leader_applies_what_it_checked_without_parsing_again() -> None:
     assert not state._checked  # taken by apply
     state.apply(8, entry)  # a follower's apply, unchecked: the same outcome
     assert state.rejects[-1].reason == state.rejects[-2].reason
+
+
+def test_the_same_bytes_admitted_often_are_parsed_once_each_time() -> None:
+    state = FarmState("farm")
+    entry = LogEntry(1, Application(b'{"tool":"x"}'))
+    for _ in range(3):
+        assert state.check(entry) is None
+    assert state._checked[entry.value.data][1] == 3  # type: ignore[union-attr]
+    for index in range(3):
+        state.apply(index + 1, entry)
+    assert not state._checked and state.rejected == 3
