@@ -48,7 +48,8 @@ def test_every_documented_key_is_known(node_toml: Path) -> None:
             "max_entries_per_append = 200\nsnapshot_every = 5000\n"
             "[limits]\nhandshake_timeout = 10\nidle_timeout = 600\nmax_inbound = 256\n"
             "max_unauthenticated = 64\nmax_buffered = 67108864\nmax_entries_size = 16777216\n"
-            '[storage]\nfsync = true\nwriter = "thread"\n[app]\ninterval = 60\npublish_config = "auto"\nmaster = "m"\n'
+            '[storage]\nfsync = true\nwriter = "thread"\n'
+            '[app]\ninterval = 60\npublish_config = "auto"\nmaster = "m"\n'
             '[router]\nkind = "static"\nleaves = ["l"]\n[publisher]\nkind = "none"\n'
             "[archive]\nretention_days = 90\n[admin]\nlisten = 9101\nsample_interval = 10\n"
         )
