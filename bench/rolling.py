@@ -143,6 +143,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="times the whole farm is restarted")
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--profile", choices=("lan", "i2p"), default="lan")
+    parser.add_argument(
+        "--writer", choices=("thread", "inline"), default="thread", help="[storage] writer of every node"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--workdir", type=Path, help="keep the farm (configurations, logs) here")
     args = parser.parse_args()
@@ -153,6 +156,7 @@ def main() -> None:
             set_options(farm.config(i), "app", interval=3600)
             # no log compaction: the check afterwards reads every committed entry from the logs
             set_options(farm.config(i), "raft", profile=args.profile, snapshot_every=NO_SNAPSHOTS)
+            set_options(farm.config(i), "storage", writer=args.writer)
         farm.start_all()
         outcome: dict[str, Any] = {}
         try:
