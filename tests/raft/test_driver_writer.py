@@ -7,10 +7,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
+from twisted.logger import ILogObserver, formatEvent, globalLogPublisher
 from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
@@ -124,7 +125,7 @@ def test_a_leader_counts_itself_only_once_written() -> None:
     done.addCallback(committed.append)
     assert not committed, "committed with one durable copy of three"
     writers[leader.core.id].finish()
-    run(clock, 0.05)
+    clock.advance(0)  # at once: no tick or message needed once the write ended
     assert len(committed) == 1
 
 
@@ -252,3 +253,76 @@ def test_nothing_reaches_the_disk_after_a_failed_write() -> None:
     driver._handle(Ready(snapshot=InstalledSnapshot(meta, b"state"), hard_state=HardState(1, None, 5)))
     assert not driver.running
     assert store.failed and store.saves_after_failure == 0
+
+
+class RecordingStore(MemoryLogStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: list[tuple[bool, bool]] = []  # (holds entries, sync)
+
+    def save(self, *args: Any, sync: bool = True, **kwargs: Any) -> None:
+        entries_from = args[1] if len(args) > 1 else kwargs.get("entries_from")
+        self.saves.append((entries_from is not None, sync))
+        super().save(*args, sync=sync, **kwargs)
+
+
+def test_entries_are_synced_and_the_commit_index_alone_is_not() -> None:
+    stores = {i: RecordingStore() for i in (1, 2, 3)}
+    clock = Clock()
+    bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in stores))
+    drivers: dict[int, RaftDriver] = {}
+    for i, store in stores.items():
+        core = RaftCore(i, store.load(), random.Random(i), bootstrap, OPTIONS)
+        drivers[i] = RaftDriver(
+            core, store, clock, LocalTransport(clock, drivers, i), TICK, group_commit=True
+        )
+    for d in drivers.values():
+        d.start()
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    leader.submit(b"x")
+    run(clock, 0.2)
+    saves = stores[leader.core.id].saves
+    assert all(sync is True for entries, sync in saves if entries)
+    assert (False, False) in saves  # the commit index, saved without an fsync
+
+
+def test_an_installed_snapshot_is_what_the_state_machine_holds() -> None:
+    store = BreakableStore()
+    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
+    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
+    clock = Clock()
+    transport = LocalTransport(clock, {}, 1)
+    driver = RaftDriver(core, store, clock, transport, TICK, snapshots=MemorySnapshotStore())
+    driver.start()
+    driver._handle(Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
+    assert driver.running
+    assert driver._machine_index == 5
+    assert store.load().snapshot == SnapshotMeta(5, 1, bootstrap)
+
+
+class BrokenPrune(MemorySnapshotStore):
+    def prune(self, keep: SnapshotMeta | None) -> None:
+        raise OSError("read-only file system")
+
+
+def test_a_failure_after_a_write_stops_the_node() -> None:
+    """The previous snapshot file cannot be removed once the compaction ended: the node stops and says
+    why (an exception there must not escape into the reactor)."""
+    store = BreakableStore()
+    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
+    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
+    clock = Clock()
+    transport = LocalTransport(clock, {}, 1)
+    driver = RaftDriver(core, store, clock, transport, TICK, snapshots=BrokenPrune())
+    driver.start()
+    events: list[dict[str, Any]] = []
+    observe = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observe)
+    try:
+        driver._handle(Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    assert not driver.running
+    assert driver.stopped_by is not None and driver.stopped_by.check(OSError)
+    assert any("the driver failed after a write to the log store" in formatEvent(e) for e in events)
