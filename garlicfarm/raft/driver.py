@@ -474,16 +474,12 @@ class RaftDriver:
                 if self.core.has_ready():
                     self._handle(self.core.ready())
                     handled += 1
-        except StorageError:
+        except StorageError:  # the snapshot file (the log store's writes fail through the writer)
             self._fail(Failure(), "storage failed, so that it cannot act on lost state")
-        except Exception:
-            where = "the Raft core failed"
-            if self._applying is not None:
-                where = f"the state machine failed on log entry {self._applying}"
-            self._fail(Failure(), where)
+        except Exception:  # the state machine's failures are caught and named in _dispatch
+            self._fail(Failure(), "the Raft core failed")
         finally:
             self._processing = False
-            self._applying = None
 
     def _handle(self, ready: Ready) -> None:
         if ready.snapshot is not None:
@@ -521,9 +517,7 @@ class RaftDriver:
         else:
             self._dispatch(ready)
 
-    def _write(
-        self, job: Callable[[], None], then: Callable[[], None] | None = None, background: bool = False
-    ) -> None:
+    def _write(self, job: Callable[[], None], then: Callable[[], None] | None, *, background: bool) -> None:
         """Give ``job`` to the writer. When it ended: ``then``, and the messages that waited for it
         leave. When it failed, the node stops: it cannot act on state it may have lost.
 
@@ -659,7 +653,7 @@ class RaftDriver:
             self.snapshots.save(meta, data)
         snapshots = self.snapshots
         prune = None if snapshots is None else lambda: snapshots.prune(meta)
-        self._write(lambda: self.store.compact(meta), prune)
+        self._write(lambda: self.store.compact(meta), prune, background=False)
 
 
 def _failed(error: Exception) -> Deferred[Any]:

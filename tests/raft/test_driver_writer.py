@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
-from twisted.logger import ILogObserver, formatEvent, globalLogPublisher
+from twisted.logger import ILogObserver, globalLogPublisher
 from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
@@ -325,4 +325,54 @@ def test_a_failure_after_a_write_stops_the_node() -> None:
         globalLogPublisher.removeObserver(observe)
     assert not driver.running
     assert driver.stopped_by is not None and driver.stopped_by.check(OSError)
-    assert any("the driver failed after a write to the log store" in formatEvent(e) for e in events)
+    assert any(e.get("what") == "the driver failed after a write to the log store" for e in events)
+
+
+class BrokenSnapshotFile(MemorySnapshotStore):
+    def save(self, meta: SnapshotMeta, data: bytes) -> None:
+        raise StorageError("cannot write snapshot: no space left on device")
+
+
+class RefusingStore(BreakableStore):
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug in the store")
+
+
+def _single(store: MemoryLogStore, snapshots: MemorySnapshotStore) -> tuple[RaftDriver, Configuration]:
+    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
+    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
+    clock = Clock()
+    driver = RaftDriver(core, store, clock, LocalTransport(clock, {}, 1), TICK, snapshots=snapshots)
+    driver.start()
+    return driver, bootstrap
+
+
+def _drain_with(driver: RaftDriver, ready: Ready) -> list[str]:
+    """Drain ``ready`` through the driver's loop; what it logged as the reason it stopped."""
+    queue = [ready]
+    driver.core.has_ready = lambda: bool(queue)  # type: ignore[method-assign]
+    driver.core.ready = queue.pop  # type: ignore[method-assign]
+    events: list[dict[str, Any]] = []
+    observe = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observe)
+    try:
+        driver._process()
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    return [e["what"] for e in events if "what" in e]
+
+
+def test_a_snapshot_file_that_cannot_be_written_stops_the_node() -> None:
+    driver, bootstrap = _single(BreakableStore(), BrokenSnapshotFile())
+    why = _drain_with(driver, Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
+    assert not driver.running
+    assert driver.stopped_by is not None and driver.stopped_by.check(StorageError)
+    assert why == ["storage failed, so that it cannot act on lost state"]
+
+
+def test_a_write_that_fails_without_a_storage_error_stops_the_node_too() -> None:
+    driver, _ = _single(RefusingStore(), MemorySnapshotStore())
+    why = _drain_with(driver, Ready(hard_state=HardState(2, 1, 0)))
+    assert not driver.running
+    assert driver.stopped_by is not None and driver.stopped_by.check(RuntimeError)
+    assert why == ["a write to the log store failed, so that it cannot act on lost state"]
