@@ -143,5 +143,5 @@ class Ready:
         it only appends the leader's new entries (and the commit index), so its AppendEntries may
         carry them while they are being written, and its answers to clients follow commits, which
         count the leader's own log only as far as :meth:`RaftCore.advance` says it is durable. Its
-        messages still wait for earlier saves."""
+        messages still wait for earlier saves that were not a leader's own entries (a vote, a term)."""
         return self.from_leader and self.snapshot is None and not self.changes_vote(durable_vote)
