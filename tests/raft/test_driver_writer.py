@@ -376,3 +376,25 @@ def test_a_write_that_fails_without_a_storage_error_stops_the_node_too() -> None
     assert not driver.running
     assert driver.stopped_by is not None and driver.stopped_by.check(RuntimeError)
     assert why == ["a write to the log store failed, so that it cannot act on lost state"]
+
+
+def test_a_failing_core_stops_the_node_and_says_so() -> None:
+    driver, _ = _single(BreakableStore(), MemorySnapshotStore())
+    failures: list[Failure] = []
+    driver.on_failure.append(failures.append)
+    driver.core.has_ready = lambda: True  # type: ignore[method-assign]
+
+    def broken() -> Ready:
+        raise RuntimeError("a bug in the core")
+
+    driver.core.ready = broken  # type: ignore[method-assign]
+    events: list[dict[str, Any]] = []
+    observe = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observe)
+    try:
+        driver._process()
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    assert not driver.running
+    assert len(failures) == 1 and failures[0].check(RuntimeError)
+    assert [e["what"] for e in events if "what" in e] == ["the Raft core failed"]
