@@ -179,8 +179,11 @@ def test_parked_partial_messages_share_one_budget(node: OneNode) -> None:
     finally:
         for sock in parked:
             sock.close()
-    # 16 MiB of partial messages at most (old code: all 48 MiB), plus TLS and socket buffers
-    assert rss_during - rss_before < 32 * 1024, (rss_before, rss_during)
+    # 16 MiB of partial messages at most (old code: all 48 MiB, and everything below on top), plus
+    # TLS and socket buffers, plus the allocator's high-water mark: buffers grown by realloc and
+    # freed are not always given back to the system at once (measured: 13 to 38 MiB over the same
+    # 16 MiB held, on the code before and after the writer thread alike)
+    assert rss_during - rss_before < 42 * 1024, (rss_before, rss_during)
     log = node.log()
     over = [line for line in log.splitlines() if "past 16777216 bytes" in line]
     assert over, log[-3000:]
