@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -230,17 +231,20 @@ def _tree_ok(value: Any, escapes: bool) -> bool:
         if depth > MAX_DEPTH:
             return False
         if isinstance(item, dict):
-            for key, v in item.items():
-                if escapes and _SURROGATE.search(key):
-                    return False
-                if isinstance(v, _CONTAINERS) or (escapes and isinstance(v, str)) or depth >= MAX_DEPTH:
-                    stack.append((v, depth + 1))
+            if escapes and any(_SURROGATE.search(key) for key in item):
+                return False
+            children: Iterable[Any] = item.values()
         elif isinstance(item, list):
-            for v in item:
-                if isinstance(v, _CONTAINERS) or (escapes and isinstance(v, str)) or depth >= MAX_DEPTH:
-                    stack.append((v, depth + 1))
-        elif isinstance(item, str) and _SURROGATE.search(item):
-            return False
+            children = item
+        else:
+            if isinstance(item, str) and _SURROGATE.search(item):
+                return False
+            continue
+        # only what could fail is looked at: containers, strings that may hold an escape, and
+        # anything one level too deep
+        for v in children:
+            if isinstance(v, _CONTAINERS) or (escapes and isinstance(v, str)) or depth >= MAX_DEPTH:
+                stack.append((v, depth + 1))
     return True
 
 

@@ -121,7 +121,7 @@ class RaftDriver:
     ) -> None:
         self.core = core
         #: runs the store's writes, in order (default: at once, on this thread)
-        self.writer: Writer = writer or InlineWriter()
+        self.writer: Writer = writer or _INLINE
         #: writes given to the writer / ended, counted; messages held until the write they need ended
         self._writes_given = 0
         self._writes_done = 0

@@ -176,8 +176,7 @@ class SimCluster:
             node.crash_points.crash_rate = settings.faults.crash_at_write
             node.crash_points.snapshot_crash_rate = settings.faults.crash_at_snapshot_write
             node.compact_every = settings.compact_every
-            if settings.disk_latency_ms:
-                node.disk_latency = settings.disk_latency_ms / 1000
+            node.disk_latency = settings.disk_latency_ms / 1000
             node.snapshot_bytes = node.machine.size = settings.snapshot_bytes
             self.nodes[i] = node
             skew = settings.faults.clock_skew

@@ -59,12 +59,7 @@ class DelayedWriter:
 
         def run() -> None:
             self._calls.remove(call)
-            try:
-                job()
-            except BaseException:
-                d.errback()
-            else:
-                d.callback(None)
+            InlineWriter().write(job).chainDeferred(d)
 
         call = self.clock.callLater(due - self.clock.seconds(), run)
         self._calls.append(call)

@@ -72,13 +72,13 @@ class BreakableStore(MemoryLogStore):
 Cluster = tuple[Clock, dict[int, RaftDriver], dict[int, ManualWriter], dict[int, BreakableStore]]
 
 
-def cluster(n: int) -> Cluster:
+def cluster(n: int, store_class: type[BreakableStore] = BreakableStore) -> Cluster:
     clock = Clock()
     ids = range(1, n + 1)
     bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in ids))
     drivers: dict[int, RaftDriver] = {}
     writers = {i: ManualWriter() for i in ids}
-    stores = {i: BreakableStore() for i in ids}
+    stores = {i: store_class() for i in ids}
     for i in ids:
         core = RaftCore(i, stores[i].load(), random.Random(i), bootstrap, OPTIONS)
         transport = LocalTransport(clock, drivers, i)
@@ -86,6 +86,28 @@ def cluster(n: int) -> Cluster:
     for d in drivers.values():
         d.start()
     return clock, drivers, writers, stores
+
+
+def single(store: MemoryLogStore, snapshots: MemorySnapshotStore) -> tuple[RaftDriver, Configuration]:
+    """A driver of server 1 of three whose peers never answer: for what it does on its own."""
+    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
+    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
+    clock = Clock()
+    driver = RaftDriver(core, store, clock, LocalTransport(clock, {}, 1), TICK, snapshots=snapshots)
+    driver.start()
+    return driver, bootstrap
+
+
+def stop_reasons(action: Callable[[], object]) -> list[str]:
+    """Run ``action``; the reasons the driver logged for stopping (their ``what``)."""
+    events: list[dict[str, Any]] = []
+    observe = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observe)
+    try:
+        action()
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    return [e["what"] for e in events if "what" in e]
 
 
 def stored_last(store: BreakableStore) -> int:
@@ -242,20 +264,14 @@ def test_nothing_reaches_the_disk_after_a_failed_write() -> None:
     commit index must not be saved over the log the compaction did not replace (the simulator found
     it: a restart then applied a stale entry as committed)."""
     store = FailingCompaction()
-    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
-    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
-    clock = Clock()
-    driver = RaftDriver(
-        core, store, clock, LocalTransport(clock, {}, 1), TICK, snapshots=MemorySnapshotStore()
-    )
-    driver.start()
+    driver, bootstrap = single(store, MemorySnapshotStore())
     meta = SnapshotMeta(5, 1, bootstrap)
     driver._handle(Ready(snapshot=InstalledSnapshot(meta, b"state"), hard_state=HardState(1, None, 5)))
     assert not driver.running
     assert store.failed and store.saves_after_failure == 0
 
 
-class RecordingStore(MemoryLogStore):
+class RecordingStore(BreakableStore):
     def __init__(self) -> None:
         super().__init__()
         self.saves: list[tuple[bool, bool]] = []  # (holds entries, sync)
@@ -267,34 +283,21 @@ class RecordingStore(MemoryLogStore):
 
 
 def test_entries_are_synced_and_the_commit_index_alone_is_not() -> None:
-    stores = {i: RecordingStore() for i in (1, 2, 3)}
-    clock = Clock()
-    bootstrap = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in stores))
-    drivers: dict[int, RaftDriver] = {}
-    for i, store in stores.items():
-        core = RaftCore(i, store.load(), random.Random(i), bootstrap, OPTIONS)
-        drivers[i] = RaftDriver(
-            core, store, clock, LocalTransport(clock, drivers, i), TICK, group_commit=True
-        )
-    for d in drivers.values():
-        d.start()
+    clock, drivers, _, stores = cluster(3, RecordingStore)  # every write inline
     run(clock, 1.0)
     leader = leader_of(drivers)
     leader.submit(b"x")
     run(clock, 0.2)
-    saves = stores[leader.core.id].saves
+    store = stores[leader.core.id]
+    assert isinstance(store, RecordingStore)
+    saves = store.saves
     assert all(sync is True for entries, sync in saves if entries)
     assert (False, False) in saves  # the commit index, saved without an fsync
 
 
 def test_an_installed_snapshot_is_what_the_state_machine_holds() -> None:
     store = BreakableStore()
-    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
-    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
-    clock = Clock()
-    transport = LocalTransport(clock, {}, 1)
-    driver = RaftDriver(core, store, clock, transport, TICK, snapshots=MemorySnapshotStore())
-    driver.start()
+    driver, bootstrap = single(store, MemorySnapshotStore())
     driver._handle(Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
     assert driver.running
     assert driver._machine_index == 5
@@ -309,23 +312,12 @@ class BrokenPrune(MemorySnapshotStore):
 def test_a_failure_after_a_write_stops_the_node() -> None:
     """The previous snapshot file cannot be removed once the compaction ended: the node stops and says
     why (an exception there must not escape into the reactor)."""
-    store = BreakableStore()
-    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
-    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
-    clock = Clock()
-    transport = LocalTransport(clock, {}, 1)
-    driver = RaftDriver(core, store, clock, transport, TICK, snapshots=BrokenPrune())
-    driver.start()
-    events: list[dict[str, Any]] = []
-    observe = cast(ILogObserver, events.append)
-    globalLogPublisher.addObserver(observe)
-    try:
-        driver._handle(Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
-    finally:
-        globalLogPublisher.removeObserver(observe)
+    driver, bootstrap = single(BreakableStore(), BrokenPrune())
+    installed = Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state"))
+    why = stop_reasons(lambda: driver._handle(installed))
     assert not driver.running
     assert driver.stopped_by is not None and driver.stopped_by.check(OSError)
-    assert any(e.get("what") == "the driver failed after a write to the log store" for e in events)
+    assert "the driver failed after a write to the log store" in why
 
 
 class BrokenSnapshotFile(MemorySnapshotStore):
@@ -338,32 +330,16 @@ class RefusingStore(BreakableStore):
         raise RuntimeError("a bug in the store")
 
 
-def _single(store: MemoryLogStore, snapshots: MemorySnapshotStore) -> tuple[RaftDriver, Configuration]:
-    bootstrap = Configuration(0, 0, (ClusterServer(1, "a"), ClusterServer(2, "b"), ClusterServer(3, "c")))
-    core = RaftCore(1, store.load(), random.Random(1), bootstrap, OPTIONS)
-    clock = Clock()
-    driver = RaftDriver(core, store, clock, LocalTransport(clock, {}, 1), TICK, snapshots=snapshots)
-    driver.start()
-    return driver, bootstrap
-
-
 def _drain_with(driver: RaftDriver, ready: Ready) -> list[str]:
     """Drain ``ready`` through the driver's loop; what it logged as the reason it stopped."""
     queue = [ready]
     driver.core.has_ready = lambda: bool(queue)  # type: ignore[method-assign]
     driver.core.ready = queue.pop  # type: ignore[method-assign]
-    events: list[dict[str, Any]] = []
-    observe = cast(ILogObserver, events.append)
-    globalLogPublisher.addObserver(observe)
-    try:
-        driver._process()
-    finally:
-        globalLogPublisher.removeObserver(observe)
-    return [e["what"] for e in events if "what" in e]
+    return stop_reasons(driver._process)
 
 
 def test_a_snapshot_file_that_cannot_be_written_stops_the_node() -> None:
-    driver, bootstrap = _single(BreakableStore(), BrokenSnapshotFile())
+    driver, bootstrap = single(BreakableStore(), BrokenSnapshotFile())
     why = _drain_with(driver, Ready(snapshot=InstalledSnapshot(SnapshotMeta(5, 1, bootstrap), b"state")))
     assert not driver.running
     assert driver.stopped_by is not None and driver.stopped_by.check(StorageError)
@@ -371,7 +347,7 @@ def test_a_snapshot_file_that_cannot_be_written_stops_the_node() -> None:
 
 
 def test_a_write_that_fails_without_a_storage_error_stops_the_node_too() -> None:
-    driver, _ = _single(RefusingStore(), MemorySnapshotStore())
+    driver, _ = single(RefusingStore(), MemorySnapshotStore())
     why = _drain_with(driver, Ready(hard_state=HardState(2, 1, 0)))
     assert not driver.running
     assert driver.stopped_by is not None and driver.stopped_by.check(RuntimeError)
@@ -379,7 +355,7 @@ def test_a_write_that_fails_without_a_storage_error_stops_the_node_too() -> None
 
 
 def test_a_failing_core_stops_the_node_and_says_so() -> None:
-    driver, _ = _single(BreakableStore(), MemorySnapshotStore())
+    driver, _ = single(BreakableStore(), MemorySnapshotStore())
     failures: list[Failure] = []
     driver.on_failure.append(failures.append)
     driver.core.has_ready = lambda: True  # type: ignore[method-assign]
@@ -388,13 +364,7 @@ def test_a_failing_core_stops_the_node_and_says_so() -> None:
         raise RuntimeError("a bug in the core")
 
     driver.core.ready = broken  # type: ignore[method-assign]
-    events: list[dict[str, Any]] = []
-    observe = cast(ILogObserver, events.append)
-    globalLogPublisher.addObserver(observe)
-    try:
-        driver._process()
-    finally:
-        globalLogPublisher.removeObserver(observe)
+    why = stop_reasons(driver._process)
     assert not driver.running
     assert len(failures) == 1 and failures[0].check(RuntimeError)
-    assert [e["what"] for e in events if "what" in e] == ["the Raft core failed"]
+    assert why == ["the Raft core failed"]
