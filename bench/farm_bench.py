@@ -33,13 +33,17 @@ from twisted.logger import (
     textFileLogObserver,
 )
 
+from bench.lean_client import LeanLoad
+from bench.lean_client import connect as lean_connect
 from bench.stats import percentile
 from bench.tuning import set_options
 from garlicfarm.client import ClientSettings, GarlicFarmClient
 from garlicfarm.config import load_config
+from garlicfarm.handshake.config import ClientConfig
 from garlicfarm.net.client import FarmClient
 from garlicfarm.net.connection import ClientConnection
-from garlicfarm.wire import Application, ClientRequest, LogEntry
+from garlicfarm.net.endpoints import parse_endpoint
+from garlicfarm.wire import Application, ClientRequest, LogEntry, encode
 from tests.e2e.procfarm import ProcFarm
 
 PAYLOAD = json.dumps({"bench": "x" * 88}, separators=(",", ":")).encode()
@@ -115,6 +119,28 @@ async def pipelined(
     }
 
 
+async def lean(reactor: Any, client: FarmClient, uri: str, seconds: float, window: int) -> dict[str, float]:
+    """``window`` single-entry requests in flight from the lean load generator (bench/lean_client.py)."""
+    config = client.config
+    client_config = ClientConfig(
+        host=parse_endpoint(uri).host_header,
+        username=config.username,
+        password=config.password(),
+        cluster=config.cluster,
+    )
+    load = LeanLoad(reactor, client_config, client.cache, encode(request()), window)
+    await lean_connect(reactor, uri, config.tls, load)
+    result = await load.run(seconds)
+    ms = [x * 1000 for x in load.latencies]
+    return {
+        "committed_per_s": (len(ms) - load.failures) / result["elapsed"],
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "failures": load.failures,
+        "count": len(ms) - load.failures,
+    }
+
+
 def client_settings(farm: ProcFarm) -> ClientSettings:
     """What a client of the library needs to reach ``farm``: every node, node 1's credentials."""
     config = load_config(farm.config(1))
@@ -185,7 +211,13 @@ class Sampler:
 
 
 async def measure(
-    reactor: Any, farm: ProcFarm, seconds: float, window: int, batch: int, submitters: int = 0
+    reactor: Any,
+    farm: ProcFarm,
+    seconds: float,
+    window: int,
+    batch: int,
+    submitters: int = 0,
+    lean_client: bool = False,
 ) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
@@ -206,10 +238,14 @@ async def measure(
     at_rest = sampler.stop()
     await pipelined(leader, 2, 64)  # warm up
     sampler.start()
-    throughput = await pipelined(leader, seconds, window, batch)
+    if lean_client:
+        throughput = await lean(reactor, client, client.endpoints[leader_id], seconds, window)
+    else:
+        throughput = await pipelined(leader, seconds, window, batch)
     under_load = sampler.stop()
     results = {
         "leader": leader_id,
+        "client": "lean" if lean_client else "full",
         "throughput": throughput,
         "rss_mb_per_node_at_rest": at_rest["rss_mb_max_node"],
         "rss_mb_per_node_under_load": under_load["rss_mb_max_node"],
@@ -268,6 +304,12 @@ def main() -> None:
         metavar="MS",
         help="a slow disk: every fsync of the nodes first waits MS (bench/slow_fsync.c preloaded; needs cc)",
     )
+    parser.add_argument(
+        "--client",
+        choices=("lean", "full"),
+        default="full",
+        help="high load from bench/lean_client.py (single-entry requests only) or the full ClientConnection",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     log_warnings_to_stderr()
@@ -285,7 +327,15 @@ def main() -> None:
 
             async def run(reactor: Any) -> None:
                 box.update(
-                    await measure(reactor, farm, args.seconds, args.window, args.batch, args.submitters)
+                    await measure(
+                        reactor,
+                        farm,
+                        args.seconds,
+                        args.window,
+                        args.batch,
+                        args.submitters,
+                        lean_client=args.client == "lean",
+                    )
                 )
 
             task.react(lambda reactor: Deferred.fromCoroutine(run(reactor)), [])

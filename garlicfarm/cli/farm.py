@@ -239,6 +239,7 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     from twisted.internet.error import CannotListenError
     from twisted.logger import globalLogBeginner
 
+    from garlicfarm.process import settle_startup_objects
     from garlicfarm.service import GarlicFarmService
 
     config = _config(args)
@@ -255,6 +256,8 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         except CannotListenError as e:  # a busy port: one line and a non-zero exit, not a traceback
             refused.append(f"cannot listen on {config.listen}: {e.socketError}")
             reactor.stop()
+            return
+        settle_startup_objects()
 
     reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)

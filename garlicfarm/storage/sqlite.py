@@ -12,6 +12,7 @@ Not thread-safe: the driver must not overlap calls (it may make them from a work
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -39,7 +40,10 @@ _SCHEMA = (
     " value_type INTEGER NOT NULL, value BLOB NOT NULL) STRICT",
 )
 
-_INSERT_ENTRY = "INSERT INTO entries (idx, term, value_type, value) VALUES (?, ?, ?, ?)"
+#: rows per INSERT statement (512 parameters: under SQLite's historical limit of 999). One statement
+#: for many rows is one sqlite3_step, so the writer thread gives the interpreter's lock up and waits
+#: to take it back once per chunk, not once per entry (executemany), while the reactor thread runs.
+INSERT_CHUNK = 128
 _DELETE_FROM = "DELETE FROM entries WHERE idx >= ?"
 _PUT_HARD_STATE = "INSERT OR REPLACE INTO hard_state (id, term, voted_for, commit_index) VALUES (0, ?, ?, ?)"
 _SELECT_ALL = "SELECT idx, term, value_type, value FROM entries ORDER BY idx"
@@ -324,7 +328,9 @@ class SQLiteLogStore:
             if entries_from is not None:
                 if entries_from <= self._last:
                     conn.execute(_DELETE_FROM, (entries_from,))
-                conn.executemany(_INSERT_ENTRY, rows)
+                for start in range(0, len(rows), INSERT_CHUNK):
+                    chunk = rows[start : start + INSERT_CHUNK]
+                    conn.execute(_insert_sql(len(chunk)), [field for row in chunk for field in row])
             if hard_state is not None:
                 # The commit index is clamped on load, so capping it to fit SQLite loses nothing.
                 commit = min(hard_state.commit, MAX_INDEX)
@@ -388,3 +394,10 @@ class SQLiteLogStore:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+@functools.lru_cache(maxsize=INSERT_CHUNK)
+def _insert_sql(rows: int) -> str:
+    """``rows`` placeholders: the text has no data in it, only their count."""
+    placeholders = ", ".join(["(?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO entries (idx, term, value_type, value) VALUES {placeholders}"  # noqa: S608

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError
-from garlicfarm.storage.sqlite import APPLICATION_ID, FORMAT_VERSION, SQLiteLogStore
+from garlicfarm.storage.sqlite import APPLICATION_ID, FORMAT_VERSION, INSERT_CHUNK, SQLiteLogStore
 from garlicfarm.wire.payloads import ClusterServer, Configuration, LogEntry
 from tests.storage.conftest import app, config
 
@@ -77,6 +77,18 @@ def test_reopen_gives_the_same_state(path: Path) -> None:
     with SQLiteLogStore(path) as store:
         assert store.load() == before
         assert store.load().entries[-1] == app(5, "five")
+
+
+@pytest.mark.parametrize("count", [1, INSERT_CHUNK - 1, INSERT_CHUNK, INSERT_CHUNK + 1, 2 * INSERT_CHUNK + 5])
+def test_saves_of_any_size_come_back_whole_and_in_order(path: Path, count: int) -> None:
+    """Entries go in as INSERTs of up to INSERT_CHUNK rows each: none lost or reordered at a chunk's edge."""
+    first = [app(1, f"first {i}") for i in range(count)]
+    second = [app(2, f"second {i}") for i in range(count)]
+    with SQLiteLogStore(path) as store:
+        store.save(HardState(2, 1, 0), 1, first)
+        store.save(HardState(2, 1, 0), 1 + count // 2, second)  # overwrites the tail, past a chunk's edge
+    with SQLiteLogStore(path) as store:
+        assert store.load().entries == tuple(first[: count // 2] + second)
 
 
 def test_empty_sqlite_database_is_initialised(path: Path) -> None:

@@ -32,14 +32,17 @@ class GarlicFarmServiceMaker:
 
     def makeService(self, options: Options) -> Any:
         from garlicfarm.config import ConfigError, load_config
+        from garlicfarm.process import settle_startup_objects
         from garlicfarm.service import GarlicFarmService
         from garlicfarm.storage import StorageError
 
         try:
             config = options.get("node_config") or load_config(options["config"])
-            return GarlicFarmService(config, exit_on_failure=True)
+            service = GarlicFarmService(config, exit_on_failure=True)
         except (ConfigError, StorageError) as e:
             raise usage.UsageError(str(e)) from None
+        settle_startup_objects()  # twistd's process is this node's
+        return service
 
 
 service_maker = GarlicFarmServiceMaker()
