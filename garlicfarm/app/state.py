@@ -22,6 +22,7 @@ from garlicfarm.app.schema import (
     SchemaError,
     StatusRecord,
     check_entry,
+    detached,
     parse_entry,
     record_from_json,
     record_to_json,
@@ -86,7 +87,7 @@ class FarmState:
                 try:
                     parsed = parse_entry(value.data, self.cluster)
                 except SchemaError as e:
-                    parsed = e
+                    parsed = detached(e)
             if isinstance(parsed, SchemaError):
                 self.rejected += 1
                 self.rejects.append(Rejection(index, str(parsed)))
