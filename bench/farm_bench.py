@@ -157,7 +157,7 @@ def client_settings(farm: ProcFarm) -> ClientSettings:
 async def library(reactor: Any, farm: ProcFarm, seconds: float, submitters: int) -> dict[str, float]:
     """``submitters`` concurrent callers of ``GarlicFarmClient.submit``, one 100-byte entry each at a
     time: the client library coalesces what is submitted in one reactor turn into one ClientRequest."""
-    client = GarlicFarmClient(reactor, client_settings(farm))
+    client = GarlicFarmClient(reactor, client_settings(farm), max_batch=int(os.environ.get("GF_MAXB", "1000")))
     latencies: list[float] = []
     end = time.perf_counter() + seconds
 

@@ -270,12 +270,34 @@ def test_a_backlog_is_applied_across_reactor_turns() -> None:
     drain = leader._drain
     assert drain is not None and drain.active()
     drain.cancel()
-    leader._process()  # one reactor turn: persist, commit (a single node), apply two Readies' worth
-    assert 0 < len(applied[1]) <= 2 * limit
+    leader._process()  # one reactor turn: persist and commit (a single node) two Readies' worth
     assert leader._drain is not None and leader._drain.active()  # the rest in a later turn
+    assert applied[1] == []  # applied two turns later, once this turn's messages left
+    leader._apply_queued()
+    assert 0 < len(applied[1]) <= 2 * limit  # at most two Readies' worth at a time
     clock.advance(0)  # (a Clock runs the later turns at once; the reactor runs ticks and I/O between)
     assert len(applied[1]) >= 3 * limit
     assert all(result_of(d) > 0 for d in submitted)
+
+
+def test_answers_leave_before_the_entries_are_applied() -> None:
+    """A commit's answers (a follower's acknowledgement, a leader's to its clients) are written in the
+    turn the commit is known; the state machine applies the entries two turns later, once the
+    socket sent them, so that its work does not delay the next commit on any node."""
+    clock, drivers, applied = make_cluster(1)
+    run(clock, 0.5)
+    leader = leader_of(drivers)
+    answered: list[int] = []
+    leader.submit(b"[7]").addCallback(answered.append)
+    drain = leader._drain
+    assert drain is not None
+    drain.cancel()
+    leader._process()
+    assert answered and applied[1] == []
+    pending = sorted(clock.getDelayedCalls(), key=lambda call: call.getTime())
+    assert [call.func for call in pending if call.getTime() == clock.seconds()] == [clock.callLater]
+    clock.advance(0)
+    assert applied[1] == [(answered[0], b"[7]")]
 
 
 def test_role_term_and_leader_changes_are_logged_once_each_and_announced() -> None:
