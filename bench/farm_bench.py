@@ -154,10 +154,12 @@ def client_settings(farm: ProcFarm) -> ClientSettings:
     )
 
 
-async def library(reactor: Any, farm: ProcFarm, seconds: float, submitters: int) -> dict[str, float]:
+async def library(
+    reactor: Any, farm: ProcFarm, seconds: float, submitters: int, max_batch: int
+) -> dict[str, float]:
     """``submitters`` concurrent callers of ``GarlicFarmClient.submit``, one 100-byte entry each at a
     time: the client library coalesces what is submitted in one reactor turn into one ClientRequest."""
-    client = GarlicFarmClient(reactor, client_settings(farm), max_batch=int(os.environ.get("GF_MAXB", "1000")))
+    client = GarlicFarmClient(reactor, client_settings(farm), max_batch=max_batch)
     latencies: list[float] = []
     end = time.perf_counter() + seconds
 
@@ -218,6 +220,7 @@ async def measure(
     batch: int,
     submitters: int = 0,
     lean_client: bool = False,
+    max_batch: int = 1000,
 ) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
@@ -257,8 +260,8 @@ async def measure(
     for conn in (leader, follower):
         conn.transport.loseConnection()  # type: ignore[union-attr]
     if submitters:
-        await library(reactor, farm, 2, submitters)  # warm up
-        results["client_library"] = await library(reactor, farm, seconds, submitters)
+        await library(reactor, farm, 2, submitters, max_batch)  # warm up
+        results["client_library"] = await library(reactor, farm, seconds, submitters, max_batch)
     return results
 
 
@@ -305,6 +308,12 @@ def main() -> None:
         help="a slow disk: every fsync of the nodes first waits MS (bench/slow_fsync.c preloaded; needs cc)",
     )
     parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=1000,
+        help="with --submitters: the client library's max_batch (entries per ClientRequest)",
+    )
+    parser.add_argument(
         "--client",
         choices=("lean", "full"),
         default="full",
@@ -335,6 +344,7 @@ def main() -> None:
                         args.batch,
                         args.submitters,
                         lean_client=args.client == "lean",
+                        max_batch=args.max_batch,
                     )
                 )
 
@@ -350,6 +360,7 @@ def main() -> None:
         "fsync_delay_ms": args.fsync_delay_ms,
         "window": args.window,
         "batch": args.batch,
+        "max_batch": args.max_batch,
         **box,
     }
     print(json.dumps(result, indent=2))

@@ -96,10 +96,9 @@ def parse_entry(data: bytes, cluster: str) -> Entry:
 
 
 def _entry(raw: Any, cluster: str) -> Entry:
-    if not isinstance(raw, dict):
-        raise SchemaError("a record is a JSON object")
-    if raw.get("cluster") != cluster:
-        raise SchemaError(f"cluster: {raw.get('cluster')!r} is not this farm ({cluster!r})")
+    foreign = _foreign(raw, cluster)
+    if foreign is not None:
+        raise foreign
     if "admin" in raw:
         return _admin(raw, cluster)
     return _status(raw, cluster)
@@ -171,11 +170,22 @@ def check_entry(data: bytes, cluster: str) -> tuple[str | None, Entry | SchemaEr
         raw = parse_json(data)
     except SchemaError as e:
         return str(e), detached(e)
+    foreign = _foreign(raw, cluster)
+    if foreign is not None:
+        return None, foreign  # not this farm's: admitted, and ignored when applied (not raised: cheaper)
     try:
         return None, _entry(raw, cluster)
     except SchemaError as e:
-        ours = isinstance(raw, dict) and raw.get("cluster") == cluster
-        return (str(e) if ours else None), detached(e)
+        return str(e), detached(e)
+
+
+def _foreign(raw: Any, cluster: str) -> SchemaError | None:
+    """Why ``raw`` is no record of this farm's, or None: it is a JSON object naming ``cluster``."""
+    if not isinstance(raw, dict):
+        return SchemaError("a record is a JSON object")
+    if raw.get("cluster") != cluster:
+        return SchemaError(f"cluster: {raw.get('cluster')!r} is not this farm ({cluster!r})")
+    return None
 
 
 def detached(error: SchemaError) -> SchemaError:

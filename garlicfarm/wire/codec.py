@@ -457,9 +457,25 @@ def _decode_log_pack(data: bytes, limits: Limits, base: int) -> LogPack:
 
 def encode(message: Message) -> bytes:
     """The wire bytes of one message."""
-    problem = _range_problem(_header_fields(message))
-    if problem is not None:
-        raise EncodeError(f"{type(message).__name__}: {problem[0]}")
+    # all in the plain ranges (the usual case), or the field by field check: markers, or an error
+    # (a negative value passes both and struct refuses it)
+    if isinstance(message, Response):
+        if not (
+            message.source <= MAX_ID
+            and message.destination <= MAX_ID
+            and message.term <= MAX_LONG
+            and message.next_index <= MAX_LONG
+        ):
+            _check_encodable_range(message)
+    elif not (
+        message.source <= MAX_ID
+        and message.destination <= MAX_ID
+        and message.term <= MAX_LONG
+        and message.last_log_term <= MAX_LONG
+        and message.last_log_index <= MAX_LONG
+        and message.commit_index <= MAX_LONG
+    ):
+        _check_encodable_range(message)
     try:
         if isinstance(message, Response):
             return _RESPONSE.pack(
@@ -485,6 +501,12 @@ def encode(message: Message) -> bytes:
     except struct.error as e:
         raise EncodeError(f"{type(message).__name__}: a field is out of range ({e})") from None
     return header + body
+
+
+def _check_encodable_range(message: Message) -> None:
+    problem = _range_problem(_header_fields(message))
+    if problem is not None:
+        raise EncodeError(f"{type(message).__name__}: {problem[0]}")
 
 
 def _check_encodable_entries(message: Request) -> None:
