@@ -7,7 +7,7 @@ journal (an mmap that is never fsync'ed: PySyncObj has no durable mode) — one 
 same machine, each with its best pipelining (garlicfarm: 1000 ClientRequests in flight over one TLS
 connection from a client process; PySyncObj: 4096 commands in flight submitted inside the leader's
 process, as it has no client protocol); then garlicfarm's client library under 1,000 concurrent
-submitters (coalesced into ClientRequests of up to 1,000 entries). Prints a Markdown table for
+submitters (coalesced into ClientRequests of up to 100 entries, GarlicFarmClient.MAX_BATCH). Prints a Markdown table for
 docs/benchmarks.md.
 """
 

@@ -220,7 +220,7 @@ async def measure(
     batch: int,
     submitters: int = 0,
     lean_client: bool = False,
-    max_batch: int = 1000,
+    max_batch: int = GarlicFarmClient.MAX_BATCH,
 ) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
@@ -310,7 +310,7 @@ def main() -> None:
     parser.add_argument(
         "--max-batch",
         type=int,
-        default=1000,
+        default=GarlicFarmClient.MAX_BATCH,
         help="with --submitters: the client library's max_batch (entries per ClientRequest)",
     )
     parser.add_argument(

@@ -79,7 +79,11 @@ class ClientSettings:
 class GarlicFarmClient:
     """Deferred-returning operations on a farm (see the module's docstring)."""
 
-    def __init__(self, reactor: Any, settings: ClientSettings, max_batch: int = 1000) -> None:
+    #: entries per ClientRequest by default: enough to share a round trip and a commit, few enough
+    #: that several requests are in flight and every node has work while the others do theirs
+    MAX_BATCH = 100
+
+    def __init__(self, reactor: Any, settings: ClientSettings, max_batch: int = MAX_BATCH) -> None:
         self.reactor = reactor
         self.settings = settings
         self.max_batch = max_batch
@@ -100,7 +104,11 @@ class GarlicFarmClient:
         same reactor turn travel together in one ClientRequest."""
         d: Deferred[int] = Deferred()
         self._queue.append((bytes(data), d))
-        if self._flush is None:
+        if len(self._queue) >= self.max_batch:
+            # a full batch leaves at once: the farm works on it while more are being submitted
+            batch, self._queue = self._queue, []
+            Deferred.fromCoroutine(self._send(batch))
+        elif self._flush is None:
             self._flush = self.reactor.callLater(0, self._send_queued)
         return d
 
