@@ -4,11 +4,13 @@
 
 For each farm size: garlicfarm durable (fsync on), garlicfarm with fsync off, PySyncObj with its
 journal (an mmap that is never fsync'ed: PySyncObj has no durable mode) — one after another on the
-same machine, each with its best pipelining (garlicfarm: 1000 ClientRequests in flight over one TLS
-connection from a client process; PySyncObj: 4096 commands in flight submitted inside the leader's
-process, as it has no client protocol); then garlicfarm's client library under 1,000 concurrent
-submitters (coalesced into ClientRequests of up to 100 entries, GarlicFarmClient.MAX_BATCH). Prints a Markdown table for
-docs/benchmarks.md.
+same machine, each with its best pipelining (garlicfarm: 1000 single-entry ClientRequests in flight
+over one TLS connection from bench/lean_client.py, a client process that costs next to nothing, so
+that the server's own rate is measured; PySyncObj: 4096 commands in flight submitted inside the
+leader's process, as it has no client protocol); then garlicfarm with fsync on again, loaded by the
+full Python client (net/connection.py's ClientConnection, a Deferred per request); then garlicfarm's
+client library under 1,000 concurrent submitters (coalesced into ClientRequests of up to
+GarlicFarmClient.MAX_BATCH entries). Prints a Markdown table for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -74,14 +76,27 @@ def main() -> None:
             "1000",
             "--submitters",
             "1000",
+            "--client",
+            "lean",
         )
         ours_nofsync = run(
-            "bench.farm_bench", "--nodes", nodes, "--seconds", seconds, "--window", "1000", "--no-fsync"
+            "bench.farm_bench",
+            *("--nodes", nodes, "--seconds", seconds, "--window", "1000", "--no-fsync", "--client", "lean"),
+        )
+        ours_full = run(
+            "bench.farm_bench",
+            *("--nodes", nodes, "--seconds", seconds, "--window", "1000", "--client", "full"),
         )
         theirs = run("bench.pysyncobj_bench", "--nodes", nodes, "--seconds", seconds, "--window", "4096")
-        results[f"{n}"] = {"garlicfarm": ours, "garlicfarm_no_fsync": ours_nofsync, "pysyncobj": theirs}
+        results[f"{n}"] = {
+            "garlicfarm": ours,
+            "garlicfarm_no_fsync": ours_nofsync,
+            "garlicfarm_full_client": ours_full,
+            "pysyncobj": theirs,
+        }
         lines.append(row(f"{n} garlicfarm, TLS, fsync on", ours))
         lines.append(row(f"{n} garlicfarm, TLS, fsync off", ours_nofsync))
+        lines.append(row(f"{n} garlicfarm, TLS, fsync on, full Python client", ours_full))
         lines.append(row(f"{n} PySyncObj, encrypted, journal (no fsync)", theirs))
         ratio = ours["throughput"]["committed_per_s"] / theirs["throughput"]["committed_per_s"]
         ratio_off = ours_nofsync["throughput"]["committed_per_s"] / theirs["throughput"]["committed_per_s"]
