@@ -574,10 +574,7 @@ class RaftDriver:
         try:
             self._deliver(ready)
         except Exception:
-            where = "the Raft core failed"
-            if self._applying is not None:
-                where = f"the state machine failed on log entry {self._applying}"
-            self._fail(Failure(), where)
+            self._fail_blaming()
         finally:
             self._applying = None
 
@@ -625,12 +622,16 @@ class RaftDriver:
         except StorageError:
             self._fail(Failure(), "storage failed, so that it cannot act on lost state")
         except Exception:
-            where = "the Raft core failed"
-            if self._applying is not None:
-                where = f"the state machine failed on log entry {self._applying}"
-            self._fail(Failure(), where)
+            self._fail_blaming()
         finally:
             self._applying = None
+
+    def _fail_blaming(self) -> None:
+        """Stop for the exception being handled, naming the log entry the state machine was given."""
+        where = "the Raft core failed"
+        if self._applying is not None:
+            where = f"the state machine failed on log entry {self._applying}"
+        self._fail(Failure(), where)
 
     def _apply(self, most: int | None = None) -> None:
         to_apply = self._to_apply
