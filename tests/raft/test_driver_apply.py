@@ -23,7 +23,7 @@ class Machine:
     """Records what it is given; ``fail_at`` makes its apply of that index raise."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, object]] = []
+        self.calls: list[tuple[str, int | bytes]] = []
         self.fail_at: int | None = None
         self.snapshot_fails = False
 
@@ -48,8 +48,8 @@ class Machine:
         self.calls.append(("restore", data))
 
     @property
-    def applied(self) -> list[object]:
-        return [index for what, index in self.calls if what == "apply"]
+    def applied(self) -> list[int]:
+        return [index for what, index in self.calls if isinstance(index, int)]
 
 
 def leader(
