@@ -105,3 +105,18 @@ def test_rejected_entries_leave_no_reference_cycles() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_what_a_leader_keeps_between_check_and_apply_is_bounded_oldest_out_first() -> None:
+    """Entries checked and never applied (a leader deposed before they committed) must not grow the
+    cache without end: it keeps MAX_CHECKED_KEPT outcomes, dropping the oldest first."""
+    from garlicfarm.app.state import MAX_CHECKED_KEPT
+
+    state = FarmState(cluster="farm")
+    datas = [b'{"n":%d}' % i for i in range(MAX_CHECKED_KEPT + 1)]
+    for data in datas[:MAX_CHECKED_KEPT]:
+        assert state.check(LogEntry(1, Application(data))) is None
+    assert len(state._checked) == MAX_CHECKED_KEPT  # full, nothing dropped yet
+    state.check(LogEntry(1, Application(datas[-1])))
+    assert len(state._checked) == MAX_CHECKED_KEPT
+    assert datas[0] not in state._checked and datas[1] in state._checked and datas[-1] in state._checked

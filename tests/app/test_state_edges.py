@@ -120,3 +120,30 @@ def test_a_membership_shrinking_to_the_members_ahead_moves_farm_time_forward() -
     assert state.now == DATE + 1  # two of three have reached DATE + 1
     state.apply(4, members(1))
     assert state.now == DATE + 2  # the one member left has reached DATE + 2
+
+
+def test_a_state_that_does_not_track_leases_leaves_them_empty_also_after_a_restore() -> None:
+    """The pipeline's replay (track_leases=False) asks for the Meta LS2 when it wants it; the state
+    itself keeps none, applying or restoring, while the publisher is still decided."""
+    tracked = fed("farm", members(1), entry(record(1, DATE)))
+    assert tracked.leases  # the comparison: a tracking state has them
+    state = FarmState("farm", track_leases=False)
+    for index, e in enumerate((members(1), entry(record(1, DATE))), start=1):
+        state.apply(index, e)
+    assert state.leases == () and state.publisher == tracked.publisher
+    assert state.current_leases() == tracked.leases
+    restored = FarmState("farm", track_leases=False)
+    restored.restore(tracked.snapshot())
+    assert restored.leases == () and restored.publisher == tracked.publisher
+
+
+def test_a_refused_snapshot_is_named_in_at_most_300_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason goes into a log line and a peer's snapshot can make it anything: it is cut."""
+
+    def refuse(_self: FarmState, _data: bytes) -> None:
+        raise ValueError("x" * 400)
+
+    monkeypatch.setattr(FarmState, "restore", refuse)
+    reason = FarmState("farm").check_snapshot(b"{}")
+    assert reason is not None and len(reason) == 300
+    assert reason.startswith("not a snapshot of this farm's application state (ValueError: xxx")
