@@ -575,8 +575,6 @@ class RaftDriver:
             self._deliver(ready)
         except Exception:
             self._fail_blaming()
-        finally:
-            self._applying = None
 
     def _deliver(self, ready: Ready) -> None:
         for send in ready.sends:
@@ -623,8 +621,6 @@ class RaftDriver:
             self._fail(Failure(), "storage failed, so that it cannot act on lost state")
         except Exception:
             self._fail_blaming()
-        finally:
-            self._applying = None
 
     def _fail_blaming(self) -> None:
         """Stop for the exception being handled, naming the log entry the state machine was given."""

@@ -10,13 +10,13 @@ from twisted.internet.task import Clock
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
-from garlicfarm.raft.types import InstalledSnapshot, Ready
+from garlicfarm.raft.types import InstalledSnapshot, Ready, Send
 from garlicfarm.storage.interface import SnapshotMeta, StorageError
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.storage.snapshots import MemorySnapshotStore
-from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry
+from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry, RequestVoteRequest
 from tests.raft.test_driver import OPTIONS, TICK, LocalTransport, run
-from tests.raft.test_driver_writer import BrokenSnapshotFile, stop_reasons
+from tests.raft.test_driver_writer import BrokenSnapshotFile, single, stop_reasons
 
 
 class Machine:
@@ -183,3 +183,18 @@ def test_the_snapshot_is_taken_at_the_index_just_applied() -> None:
         run(clock, 0.01)
     assert driver.running
     assert driver.core.log.snapshot_index == machine.applied[-1] == driver._machine_index
+
+
+class BrokenTransport:
+    def send(self, to: int, message: object, endpoint: str | None = None) -> None:
+        raise RuntimeError("a bug in the transport")
+
+
+def test_a_failure_before_any_apply_blames_no_entry() -> None:
+    """Nothing was being applied when sending failed: the message must not name a log entry."""
+    driver, _ = single(MemoryLogStore(), MemorySnapshotStore())  # nothing applied yet
+    driver.transport = BrokenTransport()  # type: ignore[assignment]
+    message = RequestVoteRequest(source=1, destination=2, term=9, last_log_term=0, last_log_index=0)
+    why = stop_reasons(lambda: driver._dispatch(Ready(sends=(Send(2, message),))))
+    assert why == ["the Raft core failed"]
+    assert not driver.running
