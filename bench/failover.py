@@ -56,6 +56,8 @@ class Prober:
         #: when each node last failed us: a follower that has not noticed yet still names a dead
         #: leader, and dialling it again costs a connection timeout
         self.failed_at: dict[int, float] = {}
+        #: (monotonic time, node, why) of every probe that failed: what a slow trial waited for
+        self.failures: list[tuple[float, int, str]] = []
 
     def _failed_lately(self, node: int) -> bool:
         return time.monotonic() - self.failed_at.get(node, float("-inf")) < 1.0
@@ -92,9 +94,10 @@ class Prober:
                     self.target = answer.destination
                 else:
                     self._next()
-            except Exception:
+            except Exception as e:
                 self.conns.pop(target, None)
                 self.failed_at[target] = time.monotonic()
+                self.failures.append((self.failed_at[target], target, str(e) or type(e).__name__))
                 self._next()
             await task.deferLater(self.reactor, self.interval)
 
@@ -128,6 +131,9 @@ async def trials(reactor: Any, farm: ProcFarm, count: int, slow: bool = False) -
             first = next(t for t, node in prober.commits if t > killed_at and node != leader)
             times.append(first - killed_at)
             print(f"failover trial {len(times)}: {times[-1]:.3f} s (killed {leader})", file=sys.stderr)
+            for at, node, why in prober.failures:
+                if slow and at > killed_at:
+                    print(f"  +{at - killed_at:.1f} s: probe to node {node} failed: {why}", file=sys.stderr)
             prober.conns.pop(leader, None)
             farm.start(leader)
     finally:
@@ -168,11 +174,14 @@ def main() -> None:
         help="i2p: peer links through the chaos proxy's I2P tunnel model (1-3 s one way, 5%% loss)",
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the farm and its nodes' logs here (default: a temporary directory)"
+    )
     args = parser.parse_args()
     log_warnings_to_stderr()
     times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        farm = ProcFarm(Path(tmp) / "farm", args.nodes)
+        farm = ProcFarm((args.workdir or Path(tmp)) / "farm", args.nodes)
         for i in range(1, args.nodes + 1):
             set_options(farm.config(i), "app", interval=3600)
             overrides = {"tick_ms": args.tick_ms, "election_ticks": args.election_ticks}
