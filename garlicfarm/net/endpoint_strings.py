@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar, cast
 
-from twisted.internet.abstract import isIPAddress, isIPv6Address
-from twisted.internet.endpoints import HostnameEndpoint, TCP4ClientEndpoint, TCP6ClientEndpoint
 from twisted.internet.interfaces import (
     IReactorCore,
     IReactorTCP,
@@ -26,6 +24,7 @@ from twisted.plugin import IPlugin
 from zope.interface import implementer
 
 from garlicfarm.net.httpproxy import HTTPConnectEndpoint
+from garlicfarm.net.tcp import tcp_endpoint
 
 # The I2P router's HTTP proxy ("I2P HTTP Proxy" tunnel) as shipped by Java I2P and i2pd.
 I2P_PROXY_HOST = "127.0.0.1"
@@ -67,13 +66,7 @@ class HTTPProxyEndpointParser:
             raise TypeError(f"{self.prefix}: the reactor must provide IReactorTCP and IReactorTime")
         timeout = _number(self.prefix, "timeout", options["timeout"])
         proxy_host, proxy_port = options["proxyHost"], _port(self.prefix, "proxyPort", options["proxyPort"])
-        proxy: IStreamClientEndpoint
-        if isIPAddress(proxy_host):
-            proxy = TCP4ClientEndpoint(reactor, proxy_host, proxy_port, timeout=timeout)
-        elif isIPv6Address(proxy_host):
-            proxy = TCP6ClientEndpoint(reactor, proxy_host, proxy_port, timeout=timeout)
-        else:
-            proxy = HostnameEndpoint(reactor, proxy_host, proxy_port, timeout=timeout)
+        proxy = tcp_endpoint(reactor, proxy_host, proxy_port, timeout)
         return HTTPConnectEndpoint(
             proxy,
             options["host"],

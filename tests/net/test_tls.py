@@ -307,9 +307,9 @@ def _remove_tree(path: Path) -> None:
 )
 def test_an_ip_address_is_dialled_as_it_is_and_a_name_through_its_addresses(host: str, kind: str) -> None:
     """HostnameEndpoint reports a refused connection only when its next attempt is due, 0.3 s later:
-    a client failing over from a dead node paid that on every try (tls/endpoints.py)."""
+    a client failing over from a dead node paid that on every try (net/tcp.py)."""
     from twisted.internet.testing import MemoryReactorClock
 
-    from garlicfarm.tls.endpoints import tcp_endpoint
+    from garlicfarm.net.tcp import tcp_endpoint
 
     assert type(tcp_endpoint(MemoryReactorClock(), host, 9001, 5)).__name__ == kind
