@@ -110,3 +110,11 @@ def test_a_snapshot_covering_every_unsaved_entry_leaves_nothing_to_save() -> Non
     log.append(entries(3, 1, 0))  # not saved yet
     log.compact(3, 1)
     assert log.unpersisted_from is None
+
+
+def test_a_second_compaction_keeps_exactly_the_entries_past_it() -> None:
+    log = RaftLog(0, 0, entries(6, 1, 0))
+    log.compact(2, 1)
+    log.compact(4, 1)  # counted from the first snapshot's end, not from the log's start
+    assert (log.snapshot_index, log.last_index) == (4, 6)
+    assert log.slice(5, 7) == entries(6, 1, 0)[4:]
