@@ -333,3 +333,12 @@ def test_contacts_are_the_members_the_joiner_the_leaving_and_the_invitation_but_
 def test_contacts_include_the_server_being_added() -> None:
     _, leader, _ = joining()
     assert leader.contacts() == {2, 3, 4}
+
+
+def test_a_log_pack_is_addressed_from_the_leader_to_the_joiner_in_the_leaders_term() -> None:
+    """JRaft reads who sent a SyncLogRequest and for whom, and the pack's own entry carries the term."""
+    c, leader, _ = joining(attrs.evolve(PAPER, sync_log_entries=2, catch_up_margin=0), entries=3)
+    leader.step(join_answer(True))
+    sync = the_sync(c)
+    assert (sync.source, sync.destination, sync.term) == (1, 4, TERM)
+    assert [e.term for e in sync.entries] == [TERM]

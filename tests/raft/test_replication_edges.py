@@ -377,3 +377,25 @@ def test_a_replicating_follower_is_probed_again_only_after_two_silent_heartbeats
     assert leader.progress[2].state is ProgressState.REPLICATE
     c.tick(1, PAPER.heartbeat_ticks)
     assert leader.status()["progress"]["2"]["state"] == ProgressState.PROBE.value
+
+
+def test_a_stalled_pipeline_probes_again_from_just_past_what_the_follower_acknowledged() -> None:
+    """Answers lost for two heartbeats: the leader falls back to one AppendEntries at a time, and the
+    first one starts right after the follower's acknowledged entry, not past it."""
+    from tests.raft.harness import PAPER, Cluster
+
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+    c.propose(1, b"acknowledged")
+    c.stabilize()
+    match = c[1].progress[2].match
+    c.cut |= {(2, 1)}  # follower 2's answers are lost from now on
+    c.propose(1, b"unacknowledged")
+    c.stabilize()
+    assert c[1].progress[2].match == match and c[1].progress[2].inflight
+    c.tick(1)
+    c.ready(1)
+    c.tick(1)  # the second heartbeat without progress
+    probes = [m for m in sends_of(c.ready(1), AppendEntriesRequest) if m.destination == 2 and m.entries]
+    assert c[1].progress[2].state is ProgressState.PROBE
+    assert [m.last_log_index for m in probes] == [match]
