@@ -39,10 +39,8 @@ from bench.stats import percentile
 from bench.tuning import set_options
 from garlicfarm.client import ClientSettings, GarlicFarmClient
 from garlicfarm.config import load_config
-from garlicfarm.handshake.config import ClientConfig
 from garlicfarm.net.client import FarmClient
 from garlicfarm.net.connection import ClientConnection
-from garlicfarm.net.endpoints import parse_endpoint
 from garlicfarm.wire import Application, ClientRequest, LogEntry, encode
 from tests.e2e.procfarm import ProcFarm
 
@@ -121,15 +119,8 @@ async def pipelined(
 
 async def lean(reactor: Any, client: FarmClient, uri: str, seconds: float, window: int) -> dict[str, float]:
     """``window`` single-entry requests in flight from the lean load generator (bench/lean_client.py)."""
-    config = client.config
-    client_config = ClientConfig(
-        host=parse_endpoint(uri).host_header,
-        username=config.username,
-        password=config.password(),
-        cluster=config.cluster,
-    )
-    load = LeanLoad(reactor, client_config, client.cache, encode(request()), window)
-    await lean_connect(reactor, uri, config.tls, load)
+    load = LeanLoad(reactor, client.handshake_config(uri), client.cache, encode(request()), window)
+    await lean_connect(reactor, uri, client.config.tls, load)
     result = await load.run(seconds)
     ms = [x * 1000 for x in load.latencies]
     return {

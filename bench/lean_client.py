@@ -18,7 +18,8 @@ from collections import deque
 from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.protocol import Factory, Protocol, connectionDone
+from twisted.python.failure import Failure
 
 from garlicfarm.handshake.cache import ChallengeCache
 from garlicfarm.handshake.client import ClientHandshake
@@ -44,7 +45,6 @@ class LeanLoad(Protocol):
         self.cache = cache
         self.frame = frame
         self.window = window
-        self.seconds = 0.0
         self._handshake: ClientHandshake | None = None
         self._buf = b""
         #: (time written, how many) per batch of requests still unanswered, oldest first
@@ -98,6 +98,14 @@ class LeanLoad(Protocol):
         elif not self._sent and not self.done.called:
             self.transport.loseConnection()  # type: ignore[union-attr]
             self.done.callback({"elapsed": now - self._started})
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        """A farm that drops the connection ends the run with an error instead of leaving it waiting."""
+        why = RuntimeError(f"connection lost: {reason.getErrorMessage()}")
+        if not self.upgraded.called:
+            self.upgraded.errback(why)
+        elif self._started and not self.done.called:  # a run under way (not a handshake's reconnect)
+            self.done.errback(why)
 
     def _answered(self, now: float) -> None:
         batch = self._sent[0]

@@ -99,6 +99,11 @@ def _entry(raw: Any, cluster: str) -> Entry:
     foreign = _foreign(raw, cluster)
     if foreign is not None:
         raise foreign
+    return _ours(raw, cluster)
+
+
+def _ours(raw: dict[str, Any], cluster: str) -> Entry:
+    """The record or admin command in ``raw``, an object already known to name ``cluster``."""
     if "admin" in raw:
         return _admin(raw, cluster)
     return _status(raw, cluster)
@@ -174,7 +179,7 @@ def check_entry(data: bytes, cluster: str) -> tuple[str | None, Entry | SchemaEr
     if foreign is not None:
         return None, foreign  # not this farm's: admitted, and ignored when applied (not raised: cheaper)
     try:
-        return None, _entry(raw, cluster)
+        return None, _ours(raw, cluster)
     except SchemaError as e:
         return str(e), detached(e)
 

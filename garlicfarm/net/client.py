@@ -61,15 +61,18 @@ class FarmClient:
         self.keep_connections = False
         self._open: dict[str, ClientConnection] = {}
 
-    async def connect(self, uri: str) -> ClientConnection:
-        """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
-        address = parse_endpoint(uri)
-        client_config = ClientConfig(
-            host=address.host_header,
+    def handshake_config(self, uri: str) -> ClientConfig:
+        """What the HTTP upgrade to ``uri`` says: its Host, this client's credentials and farm."""
+        return ClientConfig(
+            host=parse_endpoint(uri).host_header,
             username=self.config.username,
             password=self.config.password(),
             cluster=self.config.cluster,
         )
+
+    async def connect(self, uri: str) -> ClientConnection:
+        """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
+        client_config = self.handshake_config(uri)
         for _attempt in range(3):
             connection = ClientConnection(self.reactor, client_config, self.cache, ConnectionLimits())
             endpoint = client_endpoint(self.reactor, uri, self.config.tls)

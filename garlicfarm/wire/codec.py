@@ -459,25 +459,15 @@ def encode(message: Message) -> bytes:
     """The wire bytes of one message."""
     # all in the plain ranges (the usual case), or the field by field check: markers, or an error
     # (a negative value passes both and struct refuses it)
-    if isinstance(message, Response):
-        if not (
-            message.source <= MAX_ID
-            and message.destination <= MAX_ID
-            and message.term <= MAX_LONG
-            and message.next_index <= MAX_LONG
-        ):
-            _check_encodable_range(message)
-    elif not (
-        message.source <= MAX_ID
-        and message.destination <= MAX_ID
-        and message.term <= MAX_LONG
-        and message.last_log_term <= MAX_LONG
-        and message.last_log_index <= MAX_LONG
-        and message.commit_index <= MAX_LONG
-    ):
-        _check_encodable_range(message)
     try:
         if isinstance(message, Response):
+            if not (
+                message.source <= MAX_ID
+                and message.destination <= MAX_ID
+                and message.term <= MAX_LONG
+                and message.next_index <= MAX_LONG
+            ):
+                _check_encodable_range(message)
             return _RESPONSE.pack(
                 message.TYPE,
                 message.source,
@@ -486,6 +476,15 @@ def encode(message: Message) -> bytes:
                 message.next_index,
                 1 if message.accepted else 0,
             )
+        if not (
+            message.source <= MAX_ID
+            and message.destination <= MAX_ID
+            and message.term <= MAX_LONG
+            and message.last_log_term <= MAX_LONG
+            and message.last_log_index <= MAX_LONG
+            and message.commit_index <= MAX_LONG
+        ):
+            _check_encodable_range(message)
         _check_encodable_entries(message)
         body = b"".join(encode_entry(e) for e in message.entries)
         header = _HEADER.pack(
