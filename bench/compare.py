@@ -40,8 +40,12 @@ def row(name: str, r: dict[str, Any]) -> str:
         r["latency_low_load_via_follower"],
         r.get("latency_high_load_via_follower", {}),
     )
+    unloaded = f"{low['p50_ms']:.2f} / {low['p99_ms']:.1f}"
+    lean = r.get("latency_low_load_leader_lean")
+    if lean is not None:  # the server's own latency, then the full Python client's
+        unloaded = f"{lean['p50_ms']:.2f} / {lean['p99_ms']:.1f}; full client {unloaded}"
     return (
-        f"| {name} | {t['committed_per_s']:,.0f} | {low['p50_ms']:.1f} / {low['p99_ms']:.1f} "
+        f"| {name} | {t['committed_per_s']:,.0f} | {unloaded} "
         f"| {t['p50_ms']:.0f} / {t['p99_ms']:.0f} | {lowf['p50_ms']:.1f} / {lowf['p99_ms']:.1f} "
         f"| {highf.get('p50_ms', float('nan')):.0f} / {highf.get('p99_ms', float('nan')):.0f} "
         f"| {r['rss_mb_per_node_at_rest']:.0f} / {r['rss_mb_per_node_under_load']:.0f} |"
@@ -59,7 +63,8 @@ def main() -> None:
     seconds = str(args.seconds)
     results: dict[str, Any] = {}
     lines = [
-        "| nodes / system | committed entries/s | p50 / p99 ms, low load, leader | p50 / p99 ms, high load, "
+        "| nodes / system | committed entries/s | p50 / p99 ms, low load, leader (lean client; full client) "
+        "| p50 / p99 ms, high load, "
         "leader | p50 / p99 ms, low load, via follower | p50 / p99 ms, high load, via follower "
         "| RSS MiB per node, rest / load |",
         "| --- | --- | --- | --- | --- | --- | --- |",

@@ -223,7 +223,8 @@ async def measure(
     leader_id = status["leader"]
     if leader_id is None:
         raise RuntimeError("the farm elected no leader in 10 s")
-    leader = await client.connect(client.endpoints[leader_id])
+    leader_uri = client.endpoints[leader_id]
+    leader = await client.connect(leader_uri)
     follower_id = next(i for i in client.endpoints if i != leader_id)
     follower = await client.connect(client.endpoints[follower_id])
     sampler = Sampler(reactor, farm)
@@ -233,7 +234,7 @@ async def measure(
     await pipelined(leader, 2, 64)  # warm up
     sampler.start()
     if lean_client:
-        throughput = await lean(reactor, client, client.endpoints[leader_id], seconds, window)
+        throughput = await lean(reactor, client, leader_uri, seconds, window)
     else:
         throughput = await pipelined(leader, seconds, window, batch)
     under_load = sampler.stop()
@@ -245,6 +246,7 @@ async def measure(
         "rss_mb_per_node_under_load": under_load["rss_mb_max_node"],
         "cpu_percent_under_load": under_load["cpu_percent"],
         "latency_low_load_leader": await pipelined(leader, seconds / 2, 1),
+        "latency_low_load_leader_lean": await lean(reactor, client, leader_uri, seconds / 2, 1),
         "latency_low_load_via_follower": await pipelined(follower, seconds / 2, 1, leader=leader),
         "latency_high_load_via_follower": await pipelined(follower, seconds / 2, window, leader=leader),
     }

@@ -25,7 +25,7 @@ from twisted.python.failure import Failure
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import Ready
 from garlicfarm.raft.writers import InlineWriter, Writer
-from garlicfarm.storage.interface import LogStore, SnapshotMeta, StorageError
+from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StorageError
 from garlicfarm.storage.snapshots import SnapshotStore
 from garlicfarm.wire.messages import (
     AddServerRequest,
@@ -133,6 +133,9 @@ class RaftDriver:
         #: committed entries the core handed out, applied two reactor turns later (_apply_soon)
         self._to_apply: deque[tuple[int, LogEntry]] = deque()
         self._apply_asked = False
+        #: a hard state that changed only the commit index, not saved yet (_keep_commit)
+        self._unsaved_commit: HardState | None = None
+        self._commit_timer: IDelayedCall | None = None
         #: the term and vote the store holds durably (a save that changes them is synced)
         self._durable_vote: tuple[int, int | None] = (core.term, core.voted_for)
         self.store = store
@@ -189,6 +192,10 @@ class RaftDriver:
     def stop(self, reason: Failure | None = None) -> None:
         if not self.running:
             return
+        if self._commit_timer is not None and self._commit_timer.active():
+            self._commit_timer.cancel()
+        if reason is None:
+            self._save_commit()  # a node stopped in order restarts from the commit it knew
         self.running = False
         self.stopped_by = reason
         if reason is not None:
@@ -496,8 +503,13 @@ class RaftDriver:
         # its answers follow commits, which count its own log only as far as it is written.
         early = ready.leader_may_send_early(self._durable_vote)
         needed = self._writes_given
-        if ready.needs_persist():
+        if ready.only_commit(self._durable_vote):
+            self._keep_commit(ready.hard_state)
+        elif ready.needs_persist():
             hard, sync = ready.hard_state, ready.needs_sync(self._durable_vote)
+            if hard is None:
+                hard = self._unsaved_commit  # it rides along (the same state, saved later)
+            self._unsaved_commit = None
             self._write(
                 lambda: self.store.save(hard, ready.entries_from, ready.entries, sync=sync),
                 lambda: self._saved(ready),
@@ -520,6 +532,21 @@ class RaftDriver:
             self._held.append((needed, ready))
         else:
             self._dispatch(ready)
+
+    def _keep_commit(self, hard: HardState | None) -> None:
+        """A save of the commit index alone waits for the next save, or a tick at most: a write of
+        its own (a transaction, and on a leader a thread's turn) in every unloaded commit's path
+        bought nothing, as a crash may lose it anyway (Raft's volatile state: the leader tells it
+        again). Nothing waits for it, and it is written in its turn, after every earlier save."""
+        self._unsaved_commit = hard
+        if self._commit_timer is None:
+            self._commit_timer = self.reactor.callLater(self.tick_seconds, self._save_commit)
+
+    def _save_commit(self) -> None:
+        self._commit_timer = None
+        hard, self._unsaved_commit = self._unsaved_commit, None
+        if hard is not None and self.running:
+            self._write(lambda: self.store.save(hard, None, (), sync=False), None, background=False)
 
     def _write(self, job: Callable[[], None], then: Callable[[], None] | None, *, background: bool) -> None:
         """Give ``job`` to the writer. When it ended: ``then``, and the messages that waited for it

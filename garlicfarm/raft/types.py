@@ -134,6 +134,16 @@ class Ready:
         Raft's volatile state: a crash may lose it, and the leader tells it again."""
         return self.entries_from is not None or self.changes_vote(durable_vote)
 
+    def only_commit(self, durable_vote: tuple[int, int | None]) -> bool:
+        """Whether all this Ready would persist is a new commit index (no entries, snapshot, term or
+        vote): Raft's volatile state, which the driver may keep for a later save."""
+        return (
+            self.hard_state is not None
+            and self.entries_from is None
+            and self.snapshot is None
+            and not self.changes_vote(durable_vote)
+        )
+
     def changes_vote(self, durable_vote: tuple[int, int | None]) -> bool:
         hard = self.hard_state
         return hard is not None and (hard.term, hard.voted_for) != durable_vote

@@ -42,13 +42,20 @@ class InlineWriter:
 
 
 class ThreadWriter:
-    """Runs the jobs on one thread of their own, in order; results come back through the reactor."""
+    """Runs the jobs on one thread of their own, in order; results come back through the reactor.
+
+    A job reaches the thread at the start of the next reactor turn, once this turn's messages were
+    written to their sockets: the thread takes the interpreter's lock whenever the reactor lets it
+    go (at every system call), so a job handed over at once held back the AppendEntries it was
+    written beside (~0.1 ms of an unloaded commit's 1.7, measured)."""
 
     def __init__(self, reactor: Any, name: str = "garlicfarm-log-writer") -> None:
         self._reactor = reactor
         # One thread: a pool of one runs its queue first in, first out.
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
         self._stopped = False
+        #: jobs given this turn, in order, with the Deferreds handed out for them
+        self._waiting: list[tuple[Job, Deferred[None]]] = []
 
     @staticmethod
     def usable(reactor: object) -> bool:
@@ -62,10 +69,20 @@ class ThreadWriter:
             self._pool.start()
             # the thread must not outlive the reactor (it would keep the process alive)
             self._reactor.addSystemEventTrigger("during", "shutdown", self.stop)
-        return deferToThreadPool(self._reactor, self._pool, job)
+        done: Deferred[None] = Deferred()
+        self._waiting.append((job, done))
+        if len(self._waiting) == 1:
+            self._reactor.callLater(0, self._hand_over)
+        return done
+
+    def _hand_over(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for job, done in waiting:
+            deferToThreadPool(self._reactor, self._pool, job).chainDeferred(done)
 
     def stop(self) -> None:
         self._stopped = True
+        self._hand_over()
         # ThreadPool.stop lets the worker finish what is queued, then joins it.
         if self._pool.started:
             self._pool.stop()

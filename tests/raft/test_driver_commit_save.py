@@ -1,0 +1,117 @@
+"""The commit index alone is not a write of its own: it waits for the next save, a tick at most, and
+a node stopped in order saves it. And the writer thread gets its jobs only once the reactor turn that
+gave them ended (its messages were written first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+
+from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.raft.writers import ThreadWriter
+from tests.raft.test_driver import TICK, leader_of, run
+from tests.raft.test_driver_writer import BreakableStore, cluster
+
+
+def committed(clock: Clock, d: Deferred[int]) -> int:
+    """Advance a millisecond at a time until ``d`` (a submit) fired; its index."""
+    for _ in range(20):
+        if d.called:
+            break
+        clock.advance(0.001)
+    assert d.called and isinstance(d.result, int)
+    return d.result
+
+
+def quiet_leader() -> tuple[Clock, RaftDriver, BreakableStore]:
+    clock, drivers, _, stores = cluster(3)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    return clock, leader, stores[leader.core.id]
+
+
+def test_a_commit_index_alone_is_saved_a_tick_later() -> None:
+    clock, leader, store = quiet_leader()
+    index = committed(clock, leader.submit(b"x"))
+    assert leader.core.commit == index
+    assert store.hard_state.commit < index  # not a write of its own
+    clock.advance(TICK)
+    assert store.hard_state.commit == index
+    assert store.hard_state.term == leader.core.term
+
+
+def test_a_kept_commit_index_rides_along_with_the_next_save() -> None:
+    clock, leader, store = quiet_leader()
+    index = committed(clock, leader.submit(b"x"))
+    assert store.hard_state.commit < index
+    leader.submit(b"y")
+    clock.advance(0)  # the end of the turn: the leader's save of "y", before "y" is replicated
+    assert store.hard_state.commit == index
+    assert store.last_index == index + 1
+
+
+def test_a_node_stopped_in_order_saves_the_commit_index_it_knew() -> None:
+    clock, leader, store = quiet_leader()
+    index = committed(clock, leader.submit(b"x"))
+    leader.stop()
+    assert store.hard_state.commit == index
+    clock.advance(TICK)  # and the timer is gone
+    assert store.hard_state.commit == index
+
+
+def test_a_node_stopped_by_a_failure_writes_nothing_more() -> None:
+    clock, leader, store = quiet_leader()
+    index = committed(clock, leader.submit(b"x"))
+    before = store.hard_state
+    leader.stop(Failure(RuntimeError("a bug")))
+    clock.advance(TICK)
+    assert store.hard_state == before and before.commit < index
+
+
+class TurnReactor:
+    """Enough of a reactor for ThreadWriter: turns from a Clock, results from the thread queued."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.from_threads: list[tuple[Callable[..., object], tuple[Any, ...]]] = []
+
+    def callLater(self, delay: float, f: Callable[..., object], *args: Any) -> object:
+        return self.clock.callLater(delay, f, *args)
+
+    def callFromThread(self, f: Callable[..., object], *args: Any) -> None:
+        self.from_threads.append((f, args))
+
+    def addSystemEventTrigger(self, *args: Any) -> None:
+        pass
+
+
+def test_the_thread_gets_a_turns_jobs_when_the_turn_ended_in_order() -> None:
+    reactor = TurnReactor()
+    writer = ThreadWriter(reactor)
+    ran: list[str] = []
+    fired: list[str] = []
+    for name in ("a", "b", "c"):
+        writer.write(lambda name=name: ran.append(name)).addCallback(lambda _, name=name: fired.append(name))
+    assert ran == []  # still this turn: the reactor's messages leave first
+    reactor.clock.advance(0)
+    writer.stop()  # joins the thread once it ran what it was given
+    assert ran == ["a", "b", "c"]
+    assert fired == []  # results come back through the reactor
+    for f, args in reactor.from_threads:
+        f(*args)
+    assert fired == ["a", "b", "c"]
+
+
+def test_a_stopped_thread_writer_still_runs_the_jobs_of_the_turn() -> None:
+    reactor = TurnReactor()
+    writer = ThreadWriter(reactor)
+    ran: list[int] = []
+    writer.write(lambda: ran.append(1))
+    writer.stop()
+    assert ran == [1]
+    reactor.clock.advance(0)  # the turn's hand-over finds nothing left
+    assert ran == [1]
