@@ -5,6 +5,7 @@ gave them ended (its messages were written first)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -95,7 +96,7 @@ def test_the_thread_gets_a_turns_jobs_when_the_turn_ended_in_order() -> None:
     ran: list[str] = []
     fired: list[str] = []
     for name in ("a", "b", "c"):
-        writer.write(lambda name=name: ran.append(name)).addCallback(lambda _, name=name: fired.append(name))
+        writer.write(partial(ran.append, name)).addCallback(lambda _, n: fired.append(n), name)
     assert ran == []  # still this turn: the reactor's messages leave first
     reactor.clock.advance(0)
     writer.stop()  # joins the thread once it ran what it was given
