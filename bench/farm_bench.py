@@ -5,8 +5,9 @@
 A client in this process keeps WINDOW ClientRequests (of BATCH 100-byte Application entries each) in
 flight on one authenticated TLS connection to the leader (the protocol lets a client pipeline: answers
 come back in order). Throughput is committed entries per second; latency is submit -> "committed"
-answer, at low load (one request in flight) and high load (WINDOW in flight), to the leader and through
-a follower (the follower answers with the leader's id; the client resends there, as clients do).
+answer, at low load (one request in flight, on the farm at rest, before any load) and high load
+(WINDOW in flight), to the leader and through a follower (the follower answers with the leader's id;
+the client resends there, as clients do); unloaded latency to the leader also from the lean client.
 Resident size and CPU of every node are sampled at rest and under load.
 """
 
@@ -231,6 +232,15 @@ async def measure(
     sampler.start()
     await task.deferLater(reactor, 1.0)
     at_rest = sampler.stop()
+    # Unloaded first, on a farm at rest: for ~30 s after a load run the kernel still writes the
+    # nodes' dirty pages back (vm.dirty_expire_centisecs), and an unloaded commit's fsyncs wait
+    # behind it (~0.1 ms more at p50, measured; back to the rest value 40 s later).
+    await pipelined(leader, 0.5, 1)  # warm up
+    unloaded = {
+        "latency_low_load_leader": await pipelined(leader, seconds / 2, 1),
+        "latency_low_load_leader_lean": await lean(reactor, client, leader_uri, seconds / 2, 1),
+        "latency_low_load_via_follower": await pipelined(follower, seconds / 2, 1, leader=leader),
+    }
     await pipelined(leader, 2, 64)  # warm up
     sampler.start()
     if lean_client:
@@ -245,9 +255,7 @@ async def measure(
         "rss_mb_per_node_at_rest": at_rest["rss_mb_max_node"],
         "rss_mb_per_node_under_load": under_load["rss_mb_max_node"],
         "cpu_percent_under_load": under_load["cpu_percent"],
-        "latency_low_load_leader": await pipelined(leader, seconds / 2, 1),
-        "latency_low_load_leader_lean": await lean(reactor, client, leader_uri, seconds / 2, 1),
-        "latency_low_load_via_follower": await pipelined(follower, seconds / 2, 1, leader=leader),
+        **unloaded,
         "latency_high_load_via_follower": await pipelined(follower, seconds / 2, window, leader=leader),
     }
     for conn in (leader, follower):

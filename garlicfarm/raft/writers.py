@@ -44,10 +44,11 @@ class InlineWriter:
 class ThreadWriter:
     """Runs the jobs on one thread of their own, in order; results come back through the reactor.
 
-    A job reaches the thread at the start of the next reactor turn, once this turn's messages were
-    written to their sockets: the thread takes the interpreter's lock whenever the reactor lets it
-    go (at every system call), so a job handed over at once held back the AppendEntries it was
-    written beside (~0.1 ms of an unloaded commit's 1.7, measured)."""
+    A job reaches the thread two reactor turns after it was given, once the messages of its turn
+    left: Twisted's TLS encrypts a turn's writes at the start of the next turn, and the socket sends
+    them in that turn's I/O. The thread takes the interpreter's lock whenever the reactor lets it go
+    (at every system call), so a job handed over at once held back the AppendEntries written beside
+    it (0.15 ms of an unloaded commit's 1.7, measured: docs/benchmarks.md)."""
 
     def __init__(self, reactor: Any, name: str = "garlicfarm-log-writer") -> None:
         self._reactor = reactor
@@ -72,7 +73,7 @@ class ThreadWriter:
         done: Deferred[None] = Deferred()
         self._waiting.append((job, done))
         if len(self._waiting) == 1:
-            self._reactor.callLater(0, self._hand_over)
+            self._reactor.callLater(0, self._reactor.callLater, 0, self._hand_over)
         return done
 
     def _hand_over(self) -> None:
