@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.internet.task import deferLater
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 
 from garlicfarm.config import TLSConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
@@ -56,6 +56,8 @@ class FarmClient:
         #: what the node that accepted the last request offered in its 101 (JRaft's bridge: nothing)
         self.leader_features: frozenset[str] = frozenset()
         self._last_leader: str | None = None
+        #: the leader the last redirect named (logged at info only when it changes)
+        self._announced_leader: int | None = None
         #: keep connections open between requests (GarlicFarmClient does): a request then costs no
         #: TLS handshake and Digest challenge, and concurrent requests share one connection
         self.keep_connections = False
@@ -175,7 +177,10 @@ class FarmClient:
                     and named is not None
                     and named not in unreachable
                 ):
-                    self.log.info("redirected to the leader, server {id}", id=leader)
+                    # once per leader: a thousand callers redirected at once are one event
+                    level = LogLevel.info if leader != self._announced_leader else LogLevel.debug
+                    self._announced_leader = leader
+                    self.log.emit(level, "redirected to the leader, server {id}", id=leader)
                     tried.add(target)
                     target = named
                     continue

@@ -93,3 +93,26 @@ def test_a_connection_that_failed_is_not_reused() -> None:
     client.endpoints = {1: Access.endpoint}
     assert _submit(client).next_index == 8  # retried (after the client's pause) on a new connection
     assert made == [broken, fresh] and broken.lost and not fresh.lost
+
+
+def test_redirects_to_one_leader_are_logged_at_info_once() -> None:
+    from twisted.logger import ILogObserver, LogLevel, globalLogPublisher
+
+    def refused(leader: int) -> AppendEntriesResponse:
+        return AppendEntriesResponse(source=1, destination=leader, term=1, next_index=0, accepted=False)
+
+    follower = FakeConnection([refused(2), refused(2), refused(3)])
+    leaders = [FakeConnection([_ok(1)]), FakeConnection([_ok(2)]), FakeConnection([_ok(3)])]
+    client, _ = _client([follower, leaders[0], follower, leaders[1], follower, leaders[2]], keep=False)
+    client.endpoints.update({2: "tcp://127.0.0.1:2", 3: "tcp://127.0.0.1:3"})
+    events: list[dict[str, Any]] = []
+    observe: ILogObserver = events.append  # type: ignore[assignment]
+    globalLogPublisher.addObserver(observe)
+    try:
+        for _ in range(3):
+            client._last_leader = None  # each request starts at the configured node, a follower
+            _submit(client)
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    redirects = [(e["log_level"], e["id"]) for e in events if "redirected" in e.get("log_format", "")]
+    assert redirects == [(LogLevel.info, 2), (LogLevel.debug, 2), (LogLevel.info, 3)]
