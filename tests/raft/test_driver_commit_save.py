@@ -119,3 +119,48 @@ def test_a_stopped_thread_writer_still_runs_the_jobs_of_the_turn() -> None:
     reactor.clock.advance(0)
     reactor.clock.advance(0)  # the hand-over finds nothing left
     assert ran == [1]
+
+
+class SpyStore(BreakableStore):
+    """Records each save: its commit index, whether it held entries, and whether it was synced."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: list[tuple[int | None, bool, bool | None]] = []
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        hard = args[0] if args else kwargs.get("hard_state")
+        entries_from = args[1] if len(args) > 1 else kwargs.get("entries_from")
+        self.saves.append(
+            (None if hard is None else hard.commit, entries_from is not None, kwargs.get("sync"))
+        )
+        super().save(*args, **kwargs)
+
+
+def spied_leader() -> tuple[Clock, RaftDriver, SpyStore]:
+    clock, drivers, _, stores = cluster(3, SpyStore)
+    run(clock, 1.0)
+    leader = leader_of(drivers)
+    store = stores[leader.core.id]
+    assert isinstance(store, SpyStore)
+    store.saves.clear()
+    return clock, leader, store
+
+
+def test_a_kept_commit_index_is_saved_once_without_an_fsync() -> None:
+    clock, leader, store = spied_leader()
+    index = committed(clock, leader.submit(b"x"))
+    clock.advance(TICK)
+    assert store.saves[-1] == (index, False, False)  # the commit index alone, not synced
+    assert [s for s in store.saves if not s[1]] == [(index, False, False)]
+
+
+def test_the_timer_saves_nothing_when_the_next_save_carried_it() -> None:
+    clock, leader, store = spied_leader()
+    index = committed(clock, leader.submit(b"x"))
+    leader.submit(b"y")
+    clock.advance(0)
+    assert store.saves[-1] == (index, True, True)  # carried by the save of "y"
+    count = len(store.saves)
+    leader._save_commit()  # the timer, before "y" commits: nothing kept, so no empty transaction
+    assert len(store.saves) == count
