@@ -107,14 +107,37 @@ def test_late_pre_vote_grant_does_not_change_term() -> None:
 
 def test_check_quorum_leader_steps_down_after_election_timeout() -> None:
     """§6.2: a leader that has not heard from a majority for an election timeout steps down (keeping its
-    term); it has heard from no one since it won, so that is exactly election_ticks."""
+    term). Its voters were heard from when it won: they count for the first check, so cut off at once,
+    it steps down at the second, two election timeouts after it won."""
     c = Cluster(3, GUARDED)
     c.elect(1)
     c.isolate(1)
-    c.tick(1, ET - 1)
+    c.tick(1, 2 * ET - 1)
     assert c[1].is_leader()
     c.tick(1)
     assert (c[1].role, c[1].term, c[1].leader_id) == (Role.FOLLOWER, 1, None)
+
+
+def test_a_new_leaders_voters_count_for_its_first_quorum_check_only() -> None:
+    """Over slow links (I2P) a new leader's first AppendEntries may be answered after more than an
+    election timeout: its voters keep it in office through the first check, not beyond."""
+    c = Cluster(3, GUARDED)
+    c.elect(1)
+    assert any(pr.recent_active for pr in c[1].progress.values())
+    c.isolate(1)
+    c.tick(1, ET)
+    assert c[1].is_leader()  # the first window: its voters were heard from
+    assert not any(pr.recent_active for pr in c[1].progress.values())
+    c.tick(1, ET)
+    assert c[1].role is Role.FOLLOWER  # nothing heard in the second
+
+
+def test_only_granted_votes_count_for_the_first_quorum_check() -> None:
+    c = Cluster(3, GUARDED)
+    core = c[1]
+    core._votes = {2: True, 3: False}  # as a candidate's tally stands when it wins
+    core._become_leader()
+    assert {peer: pr.recent_active for peer, pr in core.progress.items()} == {2: True, 3: False}
 
 
 def test_check_quorum_counts_followers_heard_within_last_timeout() -> None:
