@@ -77,9 +77,16 @@ class ThreadWriter:
         return done
 
     def _hand_over(self) -> None:
+        """From a reactor timer: a job that cannot be handed over fails (the driver stops the node
+        and says why) rather than raise into the reactor and leave its Deferred waiting forever."""
         waiting, self._waiting = self._waiting, []
         for job, done in waiting:
-            deferToThreadPool(self._reactor, self._pool, job).chainDeferred(done)
+            try:
+                handed = deferToThreadPool(self._reactor, self._pool, job)
+            except Exception:
+                done.errback()
+            else:
+                handed.chainDeferred(done)
 
     def stop(self) -> None:
         self._stopped = True

@@ -14,6 +14,7 @@ from twisted.python.failure import Failure
 
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.writers import ThreadWriter
+from garlicfarm.storage.interface import StorageError
 from tests.raft.test_driver import TICK, leader_of, run
 from tests.raft.test_driver_writer import BreakableStore, cluster
 
@@ -164,3 +165,28 @@ def test_the_timer_saves_nothing_when_the_next_save_carried_it() -> None:
     count = len(store.saves)
     leader._save_commit()  # the timer, before "y" commits: nothing kept, so no empty transaction
     assert len(store.saves) == count
+
+
+def test_a_kept_commit_index_that_cannot_be_saved_stops_the_node_and_says_why() -> None:
+    clock, leader, store = quiet_leader()
+    committed(clock, leader.submit(b"x"))
+    store.broken = True
+    clock.advance(TICK)  # the timer's save fails: no exception into the reactor
+    assert not leader.running
+    assert leader.stopped_by is not None and leader.stopped_by.check(StorageError)
+
+
+def test_a_job_the_thread_cannot_take_fails_its_deferred() -> None:
+    reactor = TurnReactor()
+    writer = ThreadWriter(reactor)
+    failures: list[Failure] = []
+    writer.write(lambda: None).addErrback(failures.append)
+    writer._pool.stop()  # a pool that refuses work from now on
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("no thread")
+
+    writer._pool.callInThreadWithCallback = refuse  # type: ignore[method-assign]
+    reactor.clock.advance(0)
+    reactor.clock.advance(0)  # the hand-over: no exception into the reactor
+    assert failures and failures[0].check(RuntimeError)
