@@ -10,7 +10,9 @@ that the server's own rate is measured; PySyncObj: 4096 commands in flight submi
 leader's process, as it has no client protocol); then garlicfarm with fsync on again, loaded by the
 full Python client (net/connection.py's ClientConnection, a Deferred per request); then garlicfarm's
 client library under 1,000 concurrent submitters (coalesced into ClientRequests of up to
-GarlicFarmClient.MAX_BATCH entries). Prints a Markdown table for docs/benchmarks.md.
+GarlicFarmClient.MAX_BATCH entries). Prints a Markdown table for docs/benchmarks.md, and a second one:
+the CPU time every process spent per committed entry at high load (the leader, the followers, the
+client, all of them), what each system costs whatever else shares the machine.
 """
 
 from __future__ import annotations
@@ -52,6 +54,19 @@ def row(name: str, r: dict[str, Any]) -> str:
     )
 
 
+def cpu_row(name: str, per_entry: dict[str, float] | None) -> str:
+    """CPU microseconds per committed entry: the leader, a follower (their mean), the client, all."""
+    if not per_entry:
+        return f"| {name} | | | | |"
+    followers = [v for k, v in per_entry.items() if k.startswith("node")]
+    follower = f"{sum(followers) / len(followers):.1f}" if followers else ""
+    client = per_entry.get("client")
+    return (
+        f"| {name} | {per_entry.get('leader', float('nan')):.1f} | {follower} "
+        f"| {'' if client is None else f'{client:.1f}'} | {per_entry['all']:.1f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -68,6 +83,10 @@ def main() -> None:
         "leader | p50 / p99 ms, low load, via follower | p50 / p99 ms, high load, via follower "
         "| RSS MiB per node, rest / load |",
         "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    cpu_lines = [
+        "| nodes / system, at high load | leader | a follower (mean) | client | all processes |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for n in args.nodes:
         nodes = str(n)
@@ -116,7 +135,13 @@ def main() -> None:
             f"| {coalesced['committed_per_s']:,.0f} (ratio {lib_ratio:.2f}) | | "
             f"{coalesced['p50_ms']:.0f} / {coalesced['p99_ms']:.0f} | | | |"
         )
+        cpu_lines += [
+            cpu_row(f"{n} garlicfarm, TLS, fsync on, lean client", ours.get("cpu_us_per_entry_under_load")),
+            cpu_row(f"{n} garlicfarm, TLS, fsync on, client library", coalesced.get("cpu_us_per_entry")),
+            cpu_row(f"{n} PySyncObj (submitted in the leader)", theirs["throughput"].get("cpu_us_per_entry")),
+        ]
         print("\n".join(lines), flush=True)
+        print("\nCPU microseconds per committed entry\n\n" + "\n".join(cpu_lines), flush=True)
         if args.json:  # after every farm size: a long run interrupted keeps what it measured
             args.json.write_text(json.dumps(results, indent=2))
 

@@ -182,6 +182,7 @@ class Sampler:
         self.procs = {i: psutil.Process(p.pid) for i, p in farm.procs.items()}
         self.procs[0] = psutil.Process()  # the client
         self.rss: dict[int, float] = {}
+        self._cpu_at_start: dict[int, float] = {}
         self.loop = task.LoopingCall(self.sample)
         self.loop.clock = reactor
 
@@ -191,17 +192,35 @@ class Sampler:
 
     def start(self) -> None:
         self.rss.clear()
-        for proc in self.procs.values():
+        for i, proc in self.procs.items():
             proc.cpu_percent()  # starts the interval
+            self._cpu_at_start[i] = _cpu_seconds(proc)
         self.loop.start(0.5)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, committed: int = 0, leader: int | None = None) -> dict[str, Any]:
+        """With ``committed`` (entries committed in the phase): CPU microseconds per committed entry,
+        per process and for all of them together, the server's efficiency whatever else runs."""
         self.loop.stop()
         cpu = {i: proc.cpu_percent() for i, proc in self.procs.items()}
-        return {
+        result: dict[str, Any] = {
             "rss_mb_max_node": max(v for i, v in self.rss.items() if i),
-            "cpu_percent": {("client" if i == 0 else f"node{i}"): round(v) for i, v in cpu.items()},
+            "cpu_percent": {_name(i, leader): round(v) for i, v in cpu.items()},
         }
+        if committed:
+            spent = {i: _cpu_seconds(proc) - self._cpu_at_start[i] for i, proc in self.procs.items()}
+            per_entry = {_name(i, leader): round(s / committed * 1e6, 2) for i, s in spent.items()}
+            per_entry["all"] = round(sum(spent.values()) / committed * 1e6, 2)
+            result["cpu_us_per_entry"] = per_entry
+        return result
+
+
+def _cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def _name(i: int, leader: int | None) -> str:
+    return "client" if i == 0 else ("leader" if i == leader else f"node{i}")
 
 
 async def measure(
@@ -247,7 +266,7 @@ async def measure(
         throughput = await lean(reactor, client, leader_uri, seconds, window)
     else:
         throughput = await pipelined(leader, seconds, window, batch)
-    under_load = sampler.stop()
+    under_load = sampler.stop(int(throughput["count"]), leader_id)
     results = {
         "leader": leader_id,
         "client": "lean" if lean_client else "full",
@@ -255,6 +274,7 @@ async def measure(
         "rss_mb_per_node_at_rest": at_rest["rss_mb_max_node"],
         "rss_mb_per_node_under_load": under_load["rss_mb_max_node"],
         "cpu_percent_under_load": under_load["cpu_percent"],
+        "cpu_us_per_entry_under_load": under_load["cpu_us_per_entry"],
         **unloaded,
         "latency_high_load_via_follower": await pipelined(follower, seconds / 2, window, leader=leader),
     }
@@ -262,7 +282,11 @@ async def measure(
         conn.transport.loseConnection()  # type: ignore[union-attr]
     if submitters:
         await library(reactor, farm, 2, submitters, max_batch)  # warm up
-        results["client_library"] = await library(reactor, farm, seconds, submitters, max_batch)
+        sampler.start()
+        coalesced = await library(reactor, farm, seconds, submitters, max_batch)
+        used = sampler.stop(int(coalesced["count"]), leader_id)
+        coalesced.update(cpu_percent=used["cpu_percent"], cpu_us_per_entry=used["cpu_us_per_entry"])
+        results["client_library"] = coalesced
     return results
 
 

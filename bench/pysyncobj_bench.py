@@ -82,6 +82,7 @@ class PySyncObjFarm:
         go.write_text(json.dumps({"on": on, "seconds": seconds, "window": window}))
         result = self.dir / f"result-{name}.json"
         rss: list[float] = []
+        cpu_at_start = self.cpu_seconds()
         deadline = time.monotonic() + seconds + 120
         while not result.exists():
             if time.monotonic() > deadline:
@@ -90,7 +91,25 @@ class PySyncObjFarm:
             time.sleep(0.5)
         answer: dict[str, Any] = json.loads(result.read_text())
         answer["rss_mb_per_node_under_load"] = max(rss) if rss else None
+        if answer.get("count"):
+            # CPU per committed entry, as bench.farm_bench counts it (the submitter is the leader)
+            spent = {port: s - cpu_at_start.get(port, 0.0) for port, s in self.cpu_seconds().items()}
+            per_entry = {
+                ("leader" if port == self.leader else f"node{port}"): round(v / answer["count"] * 1e6, 2)
+                for port, v in spent.items()
+            }
+            per_entry["all"] = round(sum(spent.values()) / answer["count"] * 1e6, 2)
+            answer["cpu_us_per_entry"] = per_entry
         return answer
+
+    def cpu_seconds(self) -> dict[int, float]:
+        """User and system CPU seconds each node has used so far."""
+        spent = {}
+        for port, proc in self.procs.items():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = psutil.Process(proc.pid).cpu_times()
+                spent[port] = times.user + times.system
+        return spent
 
     def rss_mb(self) -> float:
         """The largest resident size among the nodes, in MiB."""
