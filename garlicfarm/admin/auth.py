@@ -87,8 +87,8 @@ class DigestGuard:
         # Only now, with the digest proven, may the nonce's nc state change.
         verdict = self.nonces.admit(c.nonce, c.nc_value, now)
         if verdict is not NonceVerdict.ACCEPTED:
-            # REPLAYED is stale too, unlike in the handshake: a browser's parallel requests can reach us
-            # out of nc order, and this client has just proved it knows the password.
+            # REPLAYED is stale too, as in the handshake: an nc far behind a browser's later parallel
+            # requests (or a true repeat), from a client that has just proved it knows the password.
             return Refused(f"{verdict.value} nonce", stale=True)
         return User(c.username, farms)
 

@@ -2,7 +2,9 @@
 
 Nonces are stateless: ``base64url(issued_at ‖ random ‖ HMAC(secret, issued_at ‖ random))``. Issuing one
 stores nothing, so a flood of request 1s costs no memory. Only nonces that were *used* with valid
-credentials are tracked, with the highest ``nc`` seen, to refuse replays. That table is bounded: when
+credentials are tracked, with the ``nc`` values accepted, to refuse replays: each ``nc`` once, in any
+order within ``NC_WINDOW`` of the highest (a sliding window, as IPsec's anti-replay: a client's
+concurrent connections take ``nc`` 1, 2, 3 in order and may reach us in another). That table is bounded: when
 full, the entry issued earliest is dropped and the issue time of everything dropped so far becomes a
 watermark — an untracked nonce issued at or before it may have been used already, so it is refused as
 stale (the client just takes the fresh challenge), never accepted. A replay is therefore never admitted,
@@ -27,6 +29,9 @@ from garlicfarm.handshake.errors import ConfigError
 
 DEFAULT_NONCE_LIFETIME = 3600.0
 DEFAULT_MAX_TRACKED = 10_000
+#: how far below the highest ``nc`` accepted for a nonce an ``nc`` not seen yet is still accepted
+NC_WINDOW = 64
+_WINDOW_MASK = (1 << NC_WINDOW) - 1
 
 _TIME = struct.Struct(">d")
 _RANDOM_LEN = 12
@@ -40,7 +45,7 @@ class NonceVerdict(enum.Enum):
     EXPIRED = "expired"  # ours, older than the lifetime
     FORGOTTEN = "forgotten"  # ours, but issued before the eviction watermark: treated as stale
     UNKNOWN = "unknown"  # not ours: forged, mangled, or from before a restart (another secret)
-    REPLAYED = "replayed"  # nc not above the highest nc already accepted for this nonce
+    REPLAYED = "replayed"  # nc accepted before for this nonce, or NC_WINDOW or more below the highest
 
 
 class NonceRegistry:
@@ -66,7 +71,8 @@ class NonceRegistry:
         self._secret = random_bytes(32)
         self._lifetime = lifetime
         self._max_tracked = max_tracked
-        self._highest_nc: dict[str, int] = {}
+        #: per used nonce: the highest nc accepted, and a bit per nc below it (bit i: highest - i)
+        self._accepted: dict[str, tuple[int, int]] = {}
         self._by_issue: list[tuple[float, str]] = []  # heap over the tracked nonces
         self._watermark = -math.inf
         # Clients echo it (RFC 7616 §3.3); it carries no state and the server does not check it.
@@ -78,7 +84,7 @@ class NonceRegistry:
 
     def __len__(self) -> int:
         """Number of used nonces tracked."""
-        return len(self._highest_nc)
+        return len(self._accepted)
 
     def issue(self, now: float) -> str:
         body = _TIME.pack(now) + self._random_bytes(_RANDOM_LEN)
@@ -111,14 +117,24 @@ class NonceRegistry:
         if not now - issued <= self._lifetime:
             return NonceVerdict.EXPIRED
         self._forget_expired(now)
-        highest = self._highest_nc.get(nonce)
-        if highest is None:
+        seen = self._accepted.get(nonce)
+        if seen is None:
             if issued <= self._watermark:
                 return NonceVerdict.FORGOTTEN
             heapq.heappush(self._by_issue, (issued, nonce))
-        elif nc <= highest:
-            return NonceVerdict.REPLAYED
-        self._highest_nc[nonce] = nc
+            self._accepted[nonce] = (nc, 1)
+        else:
+            highest, mask = seen
+            if nc > highest:
+                # (a jump past the window keeps no bit: no shift by up to 2**32 bits, a 512 MiB int)
+                above = nc - highest
+                kept = (mask << above) & _WINDOW_MASK if above < NC_WINDOW else 0
+                self._accepted[nonce] = (nc, kept | 1)
+            else:
+                below = highest - nc
+                if below >= NC_WINDOW or mask >> below & 1:
+                    return NonceVerdict.REPLAYED
+                self._accepted[nonce] = (highest, mask | 1 << below)
         while len(self._by_issue) > self._max_tracked:
             self._drop_oldest()
         return NonceVerdict.ACCEPTED
@@ -129,7 +145,7 @@ class NonceRegistry:
 
     def _drop_oldest(self) -> None:
         issued, nonce = heapq.heappop(self._by_issue)
-        del self._highest_nc[nonce]
+        del self._accepted[nonce]
         # Also on expiry: should `now` ever step back, a purged nonce must not come back untracked.
         self._watermark = max(self._watermark, issued)
 

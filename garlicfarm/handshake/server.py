@@ -172,7 +172,9 @@ class ServerHandshake:
         # Only now, with the digest proven, may the nonce's nc state change.
         verdict = self._nonces.admit(c.nonce, c.nc_value, now)
         if verdict is NonceVerdict.REPLAYED:
-            return self._challenge(now, Reject.REPLAYED_NC, f"user {c.username!r}, nc {c.nc}")
+            # Refused, and stale=true: a replay gains nothing from a fresh nonce without the password,
+            # and a client whose connection came too late (an nc far below its later ones) retries.
+            return self._challenge(now, Reject.REPLAYED_NC, f"user {c.username!r}, nc {c.nc}", stale=True)
         if verdict is not NonceVerdict.ACCEPTED:
             # The client knows the password; it just needs a nonce we still honour.
             return self._challenge(now, Reject.STALE_NONCE, f"{verdict.value} nonce", stale=True)

@@ -11,10 +11,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.internet.task import deferLater
 from twisted.logger import Logger, LogLevel
+from twisted.python.failure import Failure
 
 from garlicfarm.config import TLSConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
@@ -62,6 +64,8 @@ class FarmClient:
         #: TLS handshake and Digest challenge, and concurrent requests share one connection
         self.keep_connections = False
         self._open: dict[str, ClientConnection] = {}
+        #: requests waiting for the connection being made to a node (one handshake, not one each)
+        self._connecting: dict[str, list[Deferred[ClientConnection]]] = {}
 
     def handshake_config(self, uri: str) -> ClientConfig:
         """What the HTTP upgrade to ``uri`` says: its Host, this client's credentials and farm."""
@@ -99,14 +103,28 @@ class FarmClient:
         kept = self._open.get(uri)
         if kept is not None and not kept.lost:
             return kept
-        connection = await self.connect(uri)
         if not self.keep_connections:
-            return connection
-        kept = self._open.get(uri)
-        if kept is not None and not kept.lost:  # another request connected meanwhile: share its
-            connection.transport.loseConnection()  # type: ignore[union-attr]
-            return kept
+            return await self.connect(uri)
+        waiting = self._connecting.get(uri)
+        if waiting is not None:  # a request is connecting already: share its connection
+            shared: Deferred[ClientConnection] = Deferred()
+            waiting.append(shared)
+            return await shared
+        # Concurrent handshakes each took the next nc of the cached challenge and could reach the
+        # node out of order; one handshake for a burst of requests is cheaper anyway.
+        self._connecting[uri] = waiting = []
+        try:
+            connection = await self.connect(uri)
+        except Exception:
+            failure = Failure()
+            del self._connecting[uri]
+            for d in waiting:
+                d.errback(failure)
+            raise
+        del self._connecting[uri]
         self._open[uri] = connection
+        for d in waiting:
+            d.callback(connection)
         return connection
 
     def _done_with(self, uri: str, connection: ClientConnection, failed: bool) -> None:

@@ -20,6 +20,7 @@ from garlicfarm.handshake import (
     ServerEvent,
     Upgraded,
 )
+from garlicfarm.handshake.nonces import NC_WINDOW
 from tests.handshake.helpers import BINARY, HOUR, T0, Farm, client_config, rng, sent, server_config
 
 
@@ -148,6 +149,37 @@ def test_replayed_request_2_is_refused() -> None:
     assert rejected(replay_server.receive_data(captured, T0 + 5)) is Reject.REPLAYED_NC
     # The real client carries on: its next nc is higher.
     assert isinstance(connect(farm, T0 + 6)[2][-1], Authenticated)
+
+
+def test_concurrent_connections_reaching_the_server_out_of_order_all_upgrade() -> None:
+    """Three connections opened at once take nc 1, 2, 3 from the cache; the server sees them 3, 1, 2
+    (their TLS handshakes ended in that order). Each is let in: a refusal here failed a client's
+    connections under load as "credentials refused"."""
+    farm = Farm()
+    connect(farm, T0)  # the challenge, cached
+    pairs = [farm.handshakes(T0) for _ in range(3)]
+    requests = [client.initiate() for client, _ in pairs]
+    for i in (2, 0, 1):
+        client, server = pairs[i]
+        server_events = server.receive_data(requests[i], T0)
+        assert isinstance(server_events[-1], Authenticated)
+        (upgraded,) = client.receive_data(sent(server_events), T0)
+        assert isinstance(upgraded, Upgraded)
+
+
+def test_a_connection_far_behind_the_others_is_told_stale_and_gets_in_on_its_retry() -> None:
+    farm = Farm()
+    connect(farm, T0)
+    late_client, late_server = farm.handshakes(T0)
+    late_request = late_client.initiate()  # nc 1, delayed past NC_WINDOW later connections
+    for _ in range(NC_WINDOW):
+        assert isinstance(connect(farm, T0)[2][-1], Authenticated)
+    server_events = late_server.receive_data(late_request, T0)
+    assert rejected(server_events) is Reject.REPLAYED_NC
+    assert late_client.receive_data(sent(server_events), T0) == [
+        Reconnect("stale nonce, retrying once with the fresh challenge")
+    ]
+    assert isinstance(connect(farm, T0)[2][-1], Authenticated)
 
 
 def test_wrong_password_fails_and_the_next_attempt_starts_over() -> None:

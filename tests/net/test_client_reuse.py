@@ -8,7 +8,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.task import Clock
 
-from garlicfarm.net.client import FarmClient
+from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.net.connection import ConnectionClosed
 from garlicfarm.wire import AppendEntriesResponse, ClientRequest, Response
 
@@ -93,6 +93,49 @@ def test_a_connection_that_failed_is_not_reused() -> None:
     client.endpoints = {1: Access.endpoint}
     assert _submit(client).next_index == 8  # retried (after the client's pause) on a new connection
     assert made == [broken, fresh] and broken.lost and not fresh.lost
+
+
+def _pending_connects(client: FarmClient) -> list[Deferred[Any]]:
+    """Make ``client.connect`` wait: each call appends a Deferred the test fires."""
+    calls: list[Deferred[Any]] = []
+
+    async def connect(_uri: str) -> Any:
+        d: Deferred[Any] = Deferred()
+        calls.append(d)
+        return await d
+
+    client.connect = connect  # type: ignore[method-assign,assignment]
+    return calls
+
+
+def test_requests_made_while_connecting_share_one_handshake() -> None:
+    """A burst of requests to a node not connected yet opens one connection, not one each: their
+    handshakes each took the next nc of the cached challenge and could reach the node out of order."""
+    client = FarmClient(Clock(), Access())
+    client.keep_connections = True
+    calls = _pending_connects(client)
+    got: list[Any] = []
+    for _ in range(3):
+        Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    assert len(calls) == 1 and got == []
+    shared = FakeConnection([])
+    calls[0].callback(shared)
+    assert got == [shared, shared, shared]
+    Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    assert got[-1] is shared and len(calls) == 1  # kept: no new connection
+
+
+def test_a_failed_connect_fails_every_request_that_waited_for_it_and_the_next_one_tries_again() -> None:
+    client = FarmClient(Clock(), Access())
+    client.keep_connections = True
+    calls = _pending_connects(client)
+    got: list[Any] = []
+    for _ in range(2):
+        Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    calls[0].errback(ClientError("cannot connect to tcp://127.0.0.1:1: refused"))
+    assert [type(f.value) for f in got] == [ClientError, ClientError]
+    Deferred.fromCoroutine(client._connection(Access.endpoint))
+    assert len(calls) == 2  # not stuck on the failed attempt
 
 
 def test_redirects_to_one_leader_are_logged_at_info_once() -> None:
