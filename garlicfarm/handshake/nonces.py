@@ -4,11 +4,11 @@ Nonces are stateless: ``base64url(issued_at ‖ random ‖ HMAC(secret, issued_a
 stores nothing, so a flood of request 1s costs no memory. Only nonces that were *used* with valid
 credentials are tracked, with the ``nc`` values accepted, to refuse replays: each ``nc`` once, in any
 order within ``NC_WINDOW`` of the highest (a sliding window, as IPsec's anti-replay: a client's
-concurrent connections take ``nc`` 1, 2, 3 in order and may reach us in another). That table is bounded: when
-full, the entry issued earliest is dropped and the issue time of everything dropped so far becomes a
-watermark — an untracked nonce issued at or before it may have been used already, so it is refused as
-stale (the client just takes the fresh challenge), never accepted. A replay is therefore never admitted,
-whatever the eviction order.
+concurrent connections take ``nc`` 1, 2, 3 in order and may reach us in another). That table is
+bounded: when full, the entry issued earliest is dropped and the issue time of everything dropped so
+far becomes a watermark — an untracked nonce issued at or before it may have been used already, so it
+is refused as stale (the client just takes the fresh challenge), never accepted. A replay is therefore
+never admitted, whatever the eviction order.
 
 Not thread-safe: one reactor thread drives it.
 """
