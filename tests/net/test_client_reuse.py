@@ -95,8 +95,11 @@ def test_a_connection_that_failed_is_not_reused() -> None:
     assert made == [broken, fresh] and broken.lost and not fresh.lost
 
 
-def _pending_connects(client: FarmClient) -> list[Deferred[Any]]:
-    """Make ``client.connect`` wait: each call appends a Deferred the test fires."""
+def _burst(requests: int) -> tuple[FarmClient, list[Deferred[Any]], list[Any]]:
+    """A client keeping connections whose ``connect`` waits (each call appends a Deferred the test
+    fires), and ``requests`` asking it for a connection at once (what each got, in ``got``)."""
+    client = FarmClient(Clock(), Access())
+    client.keep_connections = True
     calls: list[Deferred[Any]] = []
 
     async def connect(_uri: str) -> Any:
@@ -105,18 +108,16 @@ def _pending_connects(client: FarmClient) -> list[Deferred[Any]]:
         return await d
 
     client.connect = connect  # type: ignore[method-assign,assignment]
-    return calls
+    got: list[Any] = []
+    for _ in range(requests):
+        Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    return client, calls, got
 
 
 def test_requests_made_while_connecting_share_one_handshake() -> None:
     """A burst of requests to a node not connected yet opens one connection, not one each: their
     handshakes each took the next nc of the cached challenge and could reach the node out of order."""
-    client = FarmClient(Clock(), Access())
-    client.keep_connections = True
-    calls = _pending_connects(client)
-    got: list[Any] = []
-    for _ in range(3):
-        Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    client, calls, got = _burst(3)
     assert len(calls) == 1 and got == []
     shared = FakeConnection([])
     calls[0].callback(shared)
@@ -126,12 +127,7 @@ def test_requests_made_while_connecting_share_one_handshake() -> None:
 
 
 def test_a_failed_connect_fails_every_request_that_waited_for_it_and_the_next_one_tries_again() -> None:
-    client = FarmClient(Clock(), Access())
-    client.keep_connections = True
-    calls = _pending_connects(client)
-    got: list[Any] = []
-    for _ in range(2):
-        Deferred.fromCoroutine(client._connection(Access.endpoint)).addBoth(got.append)
+    client, calls, got = _burst(2)
     calls[0].errback(ClientError("cannot connect to tcp://127.0.0.1:1: refused"))
     assert [type(f.value) for f in got] == [ClientError, ClientError]
     Deferred.fromCoroutine(client._connection(Access.endpoint))
