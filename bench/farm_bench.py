@@ -326,6 +326,9 @@ def main() -> None:
         "--writer", choices=("thread", "inline"), default="thread", help="[storage] writer of every node"
     )
     parser.add_argument(
+        "--snapshot-every", type=int, metavar="N", help="[raft] snapshot_every of every node (default 5000)"
+    )
+    parser.add_argument(
         "--fsync-delay-ms",
         type=float,
         default=0.0,
@@ -354,6 +357,8 @@ def main() -> None:
         for i in range(1, args.nodes + 1):
             set_options(farm.config(i), "app", interval=3600)  # status reports out of the measurement
             set_options(farm.config(i), "storage", fsync=not args.no_fsync, writer=args.writer)
+            if args.snapshot_every is not None:
+                set_options(farm.config(i), "raft", snapshot_every=args.snapshot_every)
         farm.start_all()
         try:
             farm.wait_for_leader()
