@@ -36,7 +36,7 @@ from twisted.logger import (
 
 from bench.lean_client import LeanLoad
 from bench.lean_client import connect as lean_connect
-from bench.stats import percentile
+from bench.stats import cpu_seconds, cpu_us_per_entry, percentile
 from bench.tuning import set_options
 from garlicfarm.client import ClientSettings, GarlicFarmClient
 from garlicfarm.config import load_config
@@ -194,7 +194,7 @@ class Sampler:
         self.rss.clear()
         for i, proc in self.procs.items():
             proc.cpu_percent()  # starts the interval
-            self._cpu_at_start[i] = _cpu_seconds(proc)
+            self._cpu_at_start[i] = cpu_seconds(proc)
         self.loop.start(0.5)
 
     def stop(self, committed: int = 0, leader: int | None = None) -> dict[str, Any]:
@@ -207,16 +207,11 @@ class Sampler:
             "cpu_percent": {_name(i, leader): round(v) for i, v in cpu.items()},
         }
         if committed:
-            spent = {i: _cpu_seconds(proc) - self._cpu_at_start[i] for i, proc in self.procs.items()}
-            per_entry = {_name(i, leader): round(s / committed * 1e6, 2) for i, s in spent.items()}
-            per_entry["all"] = round(sum(spent.values()) / committed * 1e6, 2)
-            result["cpu_us_per_entry"] = per_entry
+            spent = {
+                _name(i, leader): cpu_seconds(proc) - self._cpu_at_start[i] for i, proc in self.procs.items()
+            }
+            result["cpu_us_per_entry"] = cpu_us_per_entry(spent, committed)
         return result
-
-
-def _cpu_seconds(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return float(times.user + times.system)
 
 
 def _name(i: int, leader: int | None) -> str:

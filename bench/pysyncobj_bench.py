@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import psutil
 
-from bench.stats import summary
+from bench.stats import cpu_seconds, cpu_us_per_entry, summary
 from tests.e2e.procfarm import free_base_port
 
 
@@ -93,13 +93,11 @@ class PySyncObjFarm:
         answer["rss_mb_per_node_under_load"] = max(rss) if rss else None
         if answer.get("count"):
             # CPU per committed entry, as bench.farm_bench counts it (the submitter is the leader)
-            spent = {port: s - cpu_at_start.get(port, 0.0) for port, s in self.cpu_seconds().items()}
-            per_entry = {
-                ("leader" if port == self.leader else f"node{port}"): round(v / answer["count"] * 1e6, 2)
-                for port, v in spent.items()
+            spent = {
+                ("leader" if port == self.leader else f"node{port}"): s - cpu_at_start.get(port, 0.0)
+                for port, s in self.cpu_seconds().items()
             }
-            per_entry["all"] = round(sum(spent.values()) / answer["count"] * 1e6, 2)
-            answer["cpu_us_per_entry"] = per_entry
+            answer["cpu_us_per_entry"] = cpu_us_per_entry(spent, answer["count"])
         return answer
 
     def cpu_seconds(self) -> dict[int, float]:
@@ -107,8 +105,7 @@ class PySyncObjFarm:
         spent = {}
         for port, proc in self.procs.items():
             with contextlib.suppress(psutil.NoSuchProcess):
-                times = psutil.Process(proc.pid).cpu_times()
-                spent[port] = times.user + times.system
+                spent[port] = cpu_seconds(psutil.Process(proc.pid))
         return spent
 
     def rss_mb(self) -> float:

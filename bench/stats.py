@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import statistics
 
+import psutil
+
 
 def percentile(values: list[float], p: float) -> float:
     """The nearest-rank percentile (NaN when there is nothing to rank)."""
@@ -21,3 +23,17 @@ def summary(seconds: list[float]) -> dict[str, float]:
         "p99_s": percentile(seconds, 99),
         "max_s": max(seconds),
     }
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    """User and system CPU seconds ``proc`` has used so far."""
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def cpu_us_per_entry(spent: dict[str, float], committed: int) -> dict[str, float]:
+    """CPU microseconds per committed entry of each named process (``spent``: CPU seconds in the
+    phase), and of all of them together (``"all"``)."""
+    per_entry = {name: round(s / committed * 1e6, 2) for name, s in spent.items()}
+    per_entry["all"] = round(sum(spent.values()) / committed * 1e6, 2)
+    return per_entry
