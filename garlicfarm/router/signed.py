@@ -1,0 +1,127 @@
+"""A member's signing side of publishing: the farm's contents made into a signed Meta LS2 with this
+member's key file, the last one kept for the console and the status, the offline signature watched.
+
+Shared by the publishers that hand real Meta LS2 bytes on (the ``binary`` file, I2CP)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.logger import Logger
+
+from garlicfarm.i2p.build import OFFLINE_WARNING_S, OfflineExpired, build
+from garlicfarm.i2p.encoding import b32
+from garlicfarm.i2p.keys import PrivateKeyFile
+from garlicfarm.i2p.metals import MetaLeaseSet
+from garlicfarm.router.interface import MetaLease
+from garlicfarm.router.publishers import PublishError, write_atomically
+
+_log = Logger()
+#: the offline-expiry warning is logged at most this often (seconds)
+WARN_EVERY_S = 3600.0
+
+
+class MetaLSSigner:
+    def __init__(self, keys: PrivateKeyFile, expires: int, clock_s: Callable[[], float]) -> None:
+        keys.check()
+        self.keys = keys
+        self.expires = expires
+        self._clock_s = clock_s
+        self.current: MetaLeaseSet | None = None
+        self._last_published: int | None = None
+        self._warned_at: float | None = None
+
+    def sign(self, contents: Sequence[MetaLease]) -> MetaLeaseSet:
+        """A new Meta LS2; :class:`OfflineExpired` once the member's offline signature is past."""
+        now = self._clock_s()
+        self.warn_if_expiring()
+        leases = [(lease.destination, lease.weight) for lease in contents]
+        metals = build(self.keys, leases, int(now), expires=self.expires, last_published=self._last_published)
+        self._last_published = metals.published
+        self.current = metals
+        return metals
+
+    def withdraw(self) -> None:
+        self.current = None
+
+    def offline_left(self) -> float | None:
+        offline = self.keys.offline
+        return None if offline is None else offline.expires - self._clock_s()
+
+    def warning(self) -> str | None:
+        left = self.offline_left()
+        if left is None or left > OFFLINE_WARNING_S:
+            return None
+        if left <= 0:
+            return "the offline signature has expired: this member can no longer publish the Meta LS2"
+        return f"the offline signature expires in {left / 86_400:.1f} days: make a new transient key"
+
+    def warn_if_expiring(self) -> None:
+        warning = self.warning()
+        now = self._clock_s()
+        if warning and (self._warned_at is None or now - self._warned_at >= WARN_EVERY_S):
+            self._warned_at = now
+            _log.warn("Meta LS2 of {master}: {warning}", master=self.keys.destination.b32, warning=warning)
+
+    def status(self) -> dict[str, Any]:
+        """What the console and ``status`` show of the live Meta LS2."""
+        now = self._clock_s()
+        offline = self.keys.offline
+        out: dict[str, Any] = {
+            "master": self.keys.destination.b32,
+            "offlineExpires": offline.expires if offline else None,
+            "warning": self.warning(),
+            "published": None,
+        }
+        if self.current is not None:
+            ls = self.current
+            out.update(
+                published=ls.published,
+                expires=ls.expires_at,
+                secondsLeft=max(0, int(ls.expires_at - now)),
+                leases=[
+                    {"hash": b32(lease.hash), "type": lease.entry_type, "cost": lease.cost, "end": lease.end}
+                    for lease in ls.leases
+                ],
+            )
+        return out
+
+
+class BinaryFilePublisher:
+    """``[publisher] kind = "file"``, ``format = "binary"``: the signed MetaLeaseSet's netDb bytes (no
+    store type byte), written atomically as the JSON file is; ``stop`` removes the file, since a Meta
+    LS2 cannot say "not publishing"."""
+
+    def __init__(
+        self, path: Path, keys: PrivateKeyFile, *, expires: int, clock_s: Callable[[], float]
+    ) -> None:
+        self.path = Path(path)
+        self.signer = MetaLSSigner(keys, expires, clock_s)
+
+    def publish(self, master: str, contents: tuple[MetaLease, ...]) -> Deferred[None]:
+        try:
+            metals = self.signer.sign(contents)
+            write_atomically(self.path, metals.encoded)
+        except OfflineExpired as e:
+            return fail(PublishError(str(e)))
+        except OSError as e:
+            return fail(PublishError(f"{self.path}: cannot write the Meta LS2: {e.strerror or e}"))
+        return succeed(None)
+
+    def stop(self, master: str) -> Deferred[None]:
+        self.signer.withdraw()
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as e:
+            return fail(PublishError(f"{self.path}: cannot remove the Meta LS2: {e.strerror or e}"))
+        return succeed(None)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "state": "published" if self.signer.current else "idle",
+            "router": str(self.path),
+            **self.signer.status(),
+        }
