@@ -1,0 +1,34 @@
+package net.i2p.crypto;
+/**
+ * garlicfarm verifier STUB of net.i2p.crypto.SigType: codes and lengths as in I2P's
+ * common-structures spec (code, pubkey, privkey, hash, sig length). The real enum
+ * also carries JCA parameter specs, which pull in much of net.i2p.crypto.
+ */
+public enum SigType {
+    DSA_SHA1(0, 128, 20, 20, 40, SigAlgo.DSA),
+    ECDSA_SHA256_P256(1, 64, 32, 32, 64, SigAlgo.EC),
+    ECDSA_SHA384_P384(2, 96, 48, 48, 96, SigAlgo.EC),
+    ECDSA_SHA512_P521(3, 132, 66, 64, 132, SigAlgo.EC),
+    RSA_SHA256_2048(4, 256, 512, 32, 256, SigAlgo.RSA),
+    RSA_SHA384_3072(5, 384, 768, 48, 384, SigAlgo.RSA),
+    RSA_SHA512_4096(6, 512, 1024, 64, 512, SigAlgo.RSA),
+    EdDSA_SHA512_Ed25519(7, 32, 32, 64, 64, SigAlgo.EdDSA),
+    EdDSA_SHA512_Ed25519ph(8, 32, 32, 64, 64, SigAlgo.EdDSA),
+    RedDSA_SHA512_Ed25519(11, 32, 32, 64, 64, SigAlgo.RedDSA);
+
+    private final int code, pubkeyLen, privkeyLen, hashLen, sigLen;
+    private final SigAlgo base;
+    SigType(int code, int pub, int priv, int hash, int sig, SigAlgo base) {
+        this.code = code; this.pubkeyLen = pub; this.privkeyLen = priv; this.hashLen = hash; this.sigLen = sig; this.base = base;
+    }
+    public int getCode() { return code; }
+    public int getPubkeyLen() { return pubkeyLen; }
+    public int getPrivkeyLen() { return privkeyLen; }
+    public int getHashLen() { return hashLen; }
+    public int getSigLen() { return sigLen; }
+    public SigAlgo getBaseAlgorithm() { return base; }
+    public static SigType getByCode(int code) {
+        for (SigType t : values()) if (t.code == code) return t;
+        return null;
+    }
+}
