@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import chaos, farm, init, inspect, pipeline, simulate
+from garlicfarm.cli import chaos, farm, init, inspect, keys, pipeline, simulate
 from garlicfarm.pipeline.options import PipelineError
 
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"garlicfarm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_parsers(sub)
+    keys.add_parsers(sub)
     simulate.add_parser(sub)
     chaos.add_parser(sub)
     init.add_parser(sub)
