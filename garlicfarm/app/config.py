@@ -15,8 +15,13 @@ leaves = ["base64 destination", ...]   # this node's leaf destinations in the Me
 status_file = "router.json"            # static: a JSON RouterStatus/leaves file, re-read each time
 
 [publisher]
-kind = "file"              # file | command | url | none
+kind = "file"              # file | i2cp | command | url | none
 path = "metals.json"       # file
+format = "json"            # file: json (the contents, unsigned) | binary (the signed Meta LS2)
+keys = "member.dat"        # file (binary) and i2cp: this member's key file (garlicfarm keys)
+expires = 3600             # binary and i2cp: seconds a Meta LS2 is valid (1..65535)
+i2cp = "tcp:127.0.0.1:7654"            # i2cp: the router's I2CP, a Twisted client endpoint
+session = "member.session"             # i2cp: a session config the master signed (i2pd)
 command = ["sign-metals", "--stdin"]   # command
 url = "http://127.0.0.1:8080/metals"   # url
 
@@ -37,6 +42,7 @@ import attrs
 from garlicfarm.config import ConfigError, NodeConfig
 
 DEFAULT_ROUTER_URL = "https://127.0.0.1:7650/jsonrpc"
+DEFAULT_I2CP = "tcp:127.0.0.1:7654"
 
 
 @attrs.frozen
@@ -54,6 +60,11 @@ class AppConfig:
     publisher_path: Path | None = None
     publisher_command: tuple[str, ...] = ()
     publisher_url: str | None = None
+    publisher_format: str = "json"
+    publisher_keys: Path | None = None
+    publisher_expires: int = 3600
+    publisher_i2cp: str = DEFAULT_I2CP
+    publisher_session: Path | None = None
     archive_dir: Path | None = None
     retention_days: int = 90
 
@@ -93,8 +104,21 @@ def app_config(node: NodeConfig) -> AppConfig:
     if not isinstance(leaves, list) or not all(isinstance(x, str) and x for x in leaves):
         raise ConfigError(f"{where}: [router] leaves must be a list of destinations")
     publisher_kind = text("publisher", publisher, "kind", "file")
-    if publisher_kind not in ("file", "command", "url", "none"):
-        raise ConfigError(f"{where}: [publisher] kind must be file, command, url or none")
+    if publisher_kind not in ("file", "i2cp", "command", "url", "none"):
+        raise ConfigError(f"{where}: [publisher] kind must be file, i2cp, command, url or none")
+    publisher_format = text("publisher", publisher, "format", "json")
+    if publisher_format not in ("json", "binary"):
+        raise ConfigError(f"{where}: [publisher] format must be json or binary")
+    keys = path("publisher", publisher, "keys")
+    if keys is None and (
+        publisher_kind == "i2cp" or (publisher_kind == "file" and publisher_format == "binary")
+    ):
+        raise ConfigError(
+            f"{where}: [publisher] keys = FILE is needed to sign the Meta LS2 (garlicfarm keys transient)"
+        )
+    expires = publisher.get("expires", 3600)
+    if isinstance(expires, bool) or not isinstance(expires, int) or not 1 <= expires <= 65_535:
+        raise ConfigError(f"{where}: [publisher] expires must be a whole number of seconds from 1 to 65535")
     command = publisher.get("command", [])
     if not isinstance(command, list) or not all(isinstance(x, str) for x in command):
         raise ConfigError(f"{where}: [publisher] command must be a list of strings (argv)")
@@ -116,9 +140,15 @@ def app_config(node: NodeConfig) -> AppConfig:
         leaves=tuple(leaves),
         status_file=path("router", router, "status_file"),
         publisher_kind=publisher_kind or "file",
-        publisher_path=path("publisher", publisher, "path") or node.data_dir / "metals.json",
+        publisher_path=path("publisher", publisher, "path")
+        or node.data_dir / ("metals.bin" if publisher_format == "binary" else "metals.json"),
         publisher_command=tuple(command),
         publisher_url=text("publisher", publisher, "url", None),
+        publisher_format=publisher_format or "json",
+        publisher_keys=keys,
+        publisher_expires=expires,
+        publisher_i2cp=text("publisher", publisher, "i2cp", DEFAULT_I2CP) or DEFAULT_I2CP,
+        publisher_session=path("publisher", publisher, "session"),
         archive_dir=path("archive", archive, "dir") or node.data_dir / "archive",
         retention_days=retention,
     )

@@ -13,6 +13,9 @@ from garlicfarm.app.config import AppConfig
 from garlicfarm.app.publishing import MetaLSRole, StatusReporter
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.i2p.errors import I2PFormatError
+from garlicfarm.i2p.i2cp import SessionConfig
+from garlicfarm.i2p.keys import PrivateKeyFile
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.router.interface import MetaLSPublisher, RouterAPI
 from garlicfarm.wire import ClientRequest, Response
@@ -38,9 +41,53 @@ def make_router(reactor: Any, app: AppConfig) -> RouterAPI:
     return StaticRouter.stand_in(app.leaves)
 
 
+def _read_keys(app: AppConfig) -> PrivateKeyFile:
+    assert app.publisher_keys is not None
+    try:
+        keys = PrivateKeyFile.decode(app.publisher_keys.read_bytes())
+        keys.check()
+    except OSError as e:
+        raise ConfigError(f"[publisher] keys {app.publisher_keys}: {e.strerror}") from None
+    except I2PFormatError as e:
+        raise ConfigError(f"[publisher] keys {app.publisher_keys}: not a usable key file: {e}") from None
+    return keys
+
+
+def _session(app: AppConfig, keys: PrivateKeyFile) -> SessionConfig | None:
+    if app.publisher_session is None:
+        return None
+    try:
+        config = SessionConfig.decode(app.publisher_session.read_bytes())
+    except OSError as e:
+        raise ConfigError(f"[publisher] session {app.publisher_session}: {e.strerror}") from None
+    except I2PFormatError as e:
+        raise ConfigError(f"[publisher] session {app.publisher_session}: not a session config: {e}") from None
+    if config.destination != keys.destination:
+        raise ConfigError(f"[publisher] session {app.publisher_session} is for another destination")
+    return config
+
+
 def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
     from garlicfarm.router import publishers  # noqa: PLC0415
 
+    if app.publisher_kind == "i2cp":
+        from twisted.internet.endpoints import clientFromString  # noqa: PLC0415
+
+        from garlicfarm.router.i2cp import I2CPPublisher  # noqa: PLC0415
+
+        keys = _read_keys(app)
+        try:
+            endpoint = clientFromString(reactor, app.publisher_i2cp)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"[publisher] i2cp {app.publisher_i2cp!r}: {e}") from None
+        return I2CPPublisher(
+            reactor,
+            endpoint,
+            keys,
+            expires=app.publisher_expires,
+            session_config=_session(app, keys),
+            where=f"I2CP at {app.publisher_i2cp}",
+        )
     if app.publisher_kind == "command":
         return publishers.CommandPublisher(list(app.publisher_command), reactor=reactor)
     if app.publisher_kind == "url":
@@ -49,6 +96,12 @@ def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
     if app.publisher_kind == "none":
         return publishers.NullPublisher()
     assert app.publisher_path is not None
+    if app.publisher_format == "binary":
+        from garlicfarm.router.signed import BinaryFilePublisher  # noqa: PLC0415
+
+        return BinaryFilePublisher(
+            app.publisher_path, _read_keys(app), expires=app.publisher_expires, clock_s=reactor.seconds
+        )
     return publishers.FilePublisher(app.publisher_path)
 
 

@@ -77,11 +77,13 @@ def log(message: str) -> None:
     print(f"i2pd_probe: {message}", file=sys.stderr, flush=True)
 
 
-def start_i2pd(binary: str, directory: Path) -> subprocess.Popen[bytes]:
+def start_i2pd(
+    binary: str, directory: Path, config: str = CONFIG, tunnels: str = ""
+) -> subprocess.Popen[bytes]:
     (directory / "data").mkdir()
     (directory / "tunnels.d").mkdir()
-    (directory / "tunnels.conf").write_text("")
-    (directory / "i2pd.conf").write_text(CONFIG.format(dir=directory))
+    (directory / "tunnels.conf").write_text(tunnels)
+    (directory / "i2pd.conf").write_text(config.format(dir=directory))
     argv = [
         binary,
         f"--datadir={directory / 'data'}",
@@ -93,15 +95,15 @@ def start_i2pd(binary: str, directory: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
 
 
-def wait_for_port(process: subprocess.Popen[bytes], deadline: float) -> None:
+def wait_for_port(process: subprocess.Popen[bytes], deadline: float, port: int = PORT) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"i2pd exited with status {process.returncode}")
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", PORT)) == 0:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.05)  # a process starting up: nothing to wait on but its port
-    raise RuntimeError(f"i2pd did not open I2PControl on 127.0.0.1:{PORT} within {START_TIMEOUT:g} s")
+    raise RuntimeError(f"i2pd did not open port {port} on 127.0.0.1 within {START_TIMEOUT:g} s")
 
 
 async def probe(reactor: Any, deadline: float) -> dict[str, Any]:
