@@ -1,8 +1,15 @@
-"""A ready local farm in one directory: a CA, one certificate and TOML configuration per node, credentials.
+"""A ready local farm in one directory: a CA, one certificate and TOML configuration per node, credentials,
+and the I2P keys of its Meta LS2.
 
 Every node listens on 127.0.0.1 (node K on ``base_port + K - 1``) and lists all nodes as peers, so
 starting each ``node-K.toml`` gives a working farm. ``ca.key`` stays in the directory, so that an
 operator can sign certificates for nodes added later.
+
+I2P: ``master.dat`` is the Meta LS2's master destination with its private key (an operator keeps it
+offline; here it stays beside ``ca.key``); each member gets ``node-K.dat``, a transient key the master
+vouches for until its offline signature expires, ``node-K.session``, an I2CP session config the master
+signed (what i2pd needs), and ``node-K-leaf.dat``, a real leaf destination its stand-in router serves.
+The member chosen to publish writes the signed Meta LS2 to ``node-K/metals.bin``.
 """
 
 from __future__ import annotations
@@ -11,16 +18,24 @@ import json
 import re
 import secrets
 import socket
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
+from garlicfarm.i2p.i2cp import SESSION_OPTIONS, SessionConfig
+from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
 from garlicfarm.tls import issue_node, new_ca, write_certified_key, write_file
 
 HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9001
 MAX_NODES = 255
+#: how long a member's transient key is valid (garlicfarm keys transient --days makes a new one)
+TRANSIENT_DAYS = 90
+#: the node files, in the order they are written
+NODE_SUFFIXES = (".key", ".pem", ".dat", ".session", "-leaf.dat", ".toml")
+SHARED = ("ca.key", "ca.pem", "credentials", "master.dat")
 
 # The cluster name is a path segment of the handshake's request target (see garlicfarm.handshake.config).
 _SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
@@ -47,11 +62,11 @@ class FarmSpec:
         return f"tcp://{HOST}:{self.port(node)}"
 
     def node_files(self, node: int) -> list[Path]:
-        return [self.directory / f"node-{node}{suffix}" for suffix in (".key", ".pem", ".toml")]
+        return [self.directory / f"node-{node}{suffix}" for suffix in NODE_SUFFIXES]
 
     def files(self) -> list[Path]:
         """Every file :func:`create_farm` writes, in the order it writes them."""
-        shared = [self.directory / name for name in ("ca.key", "ca.pem", "credentials")]
+        shared = [self.directory / name for name in SHARED]
         return shared + [f for k in range(1, self.nodes + 1) for f in self.node_files(k)]
 
 
@@ -92,7 +107,15 @@ def busy_ports(ports: Iterable[int], host: str = HOST) -> list[int]:
     return busy
 
 
-def node_config(spec: FarmSpec, node: int) -> str:
+@attrs.frozen
+class NodeI2P:
+    """What a node's configuration names of the farm's I2P keys."""
+
+    master_b32: str
+    leaf_b64: str
+
+
+def node_config(spec: FarmSpec, node: int, i2p: NodeI2P | None = None) -> str:
     """``node-K.toml``, as :func:`garlicfarm.config.load_config` reads it."""
 
     def q(value: str) -> str:
@@ -118,7 +141,23 @@ def node_config(spec: FarmSpec, node: int) -> str:
         f"key = {q(f'node-{node}.key')}\n"
         "\n# The members the farm starts with: id = endpoint.\n"
         "[peers]\n"
-        f"{peers}"
+        f"{peers}" + ("" if i2p is None else _i2p_tables(node, i2p))
+    )
+
+
+def _i2p_tables(node: int, i2p: NodeI2P) -> str:
+    return (
+        "\n# The Meta LS2 (docs/router.md). A stand-in router serves one leaf destination; when the\n"
+        f"# farm chooses this member it signs the Meta LS2 with its transient key (node-{node}.dat) and\n"
+        f'# writes it to node-{node}/metals.bin. With a real i2pd: kind = "i2cp",\n'
+        f'# i2cp = "tcp:127.0.0.1:7654", session = "node-{node}.session".\n'
+        f"[app]\nmaster = {json.dumps(i2p.master_b32)}\n"
+        f'\n[router]\nkind = "static"\nleaves = [{json.dumps(i2p.leaf_b64)}]\n'
+        "\n[publisher]\n"
+        'kind = "file"\n'
+        'format = "binary"\n'
+        f"path = {json.dumps(f'node-{node}/metals.bin')}\n"
+        f"keys = {json.dumps(f'node-{node}.dat')}\n"
     )
 
 
@@ -126,8 +165,13 @@ def _earlier(spec: FarmSpec) -> list[Path]:
     """What an earlier farm left in the directory: its files, and nodes' data directories (Raft state)."""
     if not spec.directory.is_dir():
         return []
-    shared = [p for p in (spec.directory / n for n in ("ca.key", "ca.pem", "credentials")) if p.exists()]
+    shared = [p for p in (spec.directory / n for n in SHARED) if p.exists()]
     return sorted([*shared, *spec.directory.glob("node-*")])
+
+
+def _session(master: PrivateKeyFile) -> bytes:
+    date_ms = int(time.time() * 1000)
+    return SessionConfig.create(master.destination, master.signer, date_ms, SESSION_OPTIONS).encoded
 
 
 def create_farm(spec: FarmSpec, *, force: bool = False) -> Farm:
@@ -157,9 +201,19 @@ def create_farm(spec: FarmSpec, *, force: bool = False) -> Farm:
     ca = new_ca(f"garlicfarm {spec.cluster} CA")
     write_certified_key(ca, d / "ca.pem", d / "ca.key", overwrite=force)
     write_file(d / "credentials", (secrets.token_urlsafe(32) + "\n").encode(), 0o600, overwrite=force)
+    master = create_master(secrets.token_bytes)
+    write_file(d / "master.dat", master.encoded, 0o600, overwrite=force)
+    expires = int(time.time()) + TRANSIENT_DAYS * 86_400
     for k in range(1, spec.nodes + 1):
-        key, cert, config = spec.node_files(k)
+        key, cert, transient, session, leaf, config = spec.node_files(k)
         write_certified_key(issue_node(ca, f"node-{k}"), cert, key, overwrite=force)
-        write_file(config, node_config(spec, k).encode(), 0o644, overwrite=force)
+        write_file(
+            transient, create_transient(master, secrets.token_bytes, expires).encoded, 0o600, overwrite=force
+        )
+        write_file(session, _session(master), 0o644, overwrite=force)
+        leaf_keys = create_master(secrets.token_bytes)
+        write_file(leaf, leaf_keys.encoded, 0o600, overwrite=force)
+        i2p = NodeI2P(master.destination.b32, leaf_keys.destination.b64)
+        write_file(config, node_config(spec, k, i2p).encode(), 0o644, overwrite=force)
     written = spec.files()
     return Farm(spec, tuple(written), tuple(p for p in _earlier(spec) if p not in written))

@@ -93,6 +93,20 @@ for i in $(seq 1 "$nodes"); do
     garlicfarm status --config "$dir/node-$i.toml" --timeout 5 --brief
 done
 
+echo "== the Meta LS2 the farm publishes (signed by the chosen member; garlicfarm metals decode)"
+metals=
+for _ in $(seq 1 60); do
+    metals=$(ls -t "$dir"/node-*/metals.bin 2>/dev/null | head -1 || true)
+    [ -n "$metals" ] && break
+    sleep 0.5
+done
+if [ -z "$metals" ]; then
+    echo "run.sh: no member wrote a Meta LS2 within 30 s; see $dir/node-N.log" >&2
+    exit 1
+fi
+echo "$metals: master $(sed -n 's/^master = "\(.*\)"/\1/p' "$dir/node-1.toml")"
+garlicfarm metals decode "$metals"
+
 echo "== the admin console (user: farm, password: the file $dir/credentials; the farm's own CA signs it)"
 for i in $(seq 1 "$nodes"); do
     garlicfarm status --config "$dir/node-$i.toml" --timeout 5 | sed -n 's/.*"admin_url": "\(.*\)".*/  node '"$i"': \1/p'

@@ -25,10 +25,17 @@ def run_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     )
     farm = create_farm(spec, force=args.force)
     stdout.write(f"wrote a farm of {spec.nodes} node(s) to {spec.directory}:\n")
-    stdout.write("  ca.pem ca.key credentials\n")
+    stdout.write("  ca.pem ca.key credentials master.dat\n")
     for k in range(1, spec.nodes + 1):
-        stdout.write(f"  node-{k}.toml node-{k}.pem node-{k}.key  (listens on {spec.endpoint(k)})\n")
-    stdout.write("keep ca.key (it signs nodes added later), credentials and node-*.key private (mode 0600)\n")
+        stdout.write(
+            f"  node-{k}.toml node-{k}.pem node-{k}.key node-{k}.dat node-{k}.session node-{k}-leaf.dat"
+            f"  (listens on {spec.endpoint(k)})\n"
+        )
+    stdout.write(
+        "keep ca.key (it signs nodes added later), credentials, node-*.key and the .dat key files private "
+        "(mode 0600);\nmaster.dat is the Meta LS2's master key: on a real farm keep it offline, members need "
+        "only their node-K.dat\n"
+    )
     if farm.stale:
         names = ", ".join(p.name for p in farm.stale)
         stdout.write(f"left from an earlier farm (old certificates, old Raft state; delete them): {names}\n")
@@ -41,10 +48,13 @@ def run_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = sub.add_parser(
         "init",
-        help="create a ready local farm: CA, node certificates and configurations",
+        help="create a ready local farm: CA, node certificates, I2P keys and configurations",
         description="Create DIR with a farm CA (ca.pem, ca.key), a certificate and key per node "
-        "(node-K.pem, node-K.key), a shared random password (credentials) and a configuration per "
-        "node (node-K.toml). Node K listens on 127.0.0.1 port P+K-1 with mutual TLS, and every "
+        "(node-K.pem, node-K.key), a shared random password (credentials), the Meta LS2's master "
+        "destination (master.dat), per node a transient signing key the master vouches for "
+        "(node-K.dat), a presigned I2CP session (node-K.session) and a leaf destination for its "
+        "stand-in router (node-K-leaf.dat), and a configuration per node (node-K.toml). "
+        "Node K listens on 127.0.0.1 port P+K-1 with mutual TLS, and every "
         "node lists all N as its peers. Keys and credentials are written with mode 0600. The command "
         "refuses to replace an existing farm and checks the ports are free now. Then start each node "
         "with 'garlicfarm run --config DIR/node-K.toml'.",

@@ -12,11 +12,10 @@ from typing import Any, TextIO
 from garlicfarm.cli.inspect import InspectError
 from garlicfarm.i2p.encoding import b32
 from garlicfarm.i2p.errors import I2PFormatError
-from garlicfarm.i2p.i2cp import SessionConfig
+from garlicfarm.i2p.i2cp import SESSION_OPTIONS, SessionConfig
 from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
 from garlicfarm.i2p.metals import MetaLeaseSet
 from garlicfarm.i2p.sigtypes import CRYPTO_TYPES, SIG_TYPES
-from garlicfarm.router.i2cp import SESSION_OPTIONS
 
 DEFAULT_DAYS = 90
 

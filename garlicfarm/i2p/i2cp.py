@@ -26,6 +26,15 @@ CREATE_SESSION, DESTROY_SESSION, SESSION_STATUS = 1, 3, 20
 DISCONNECT, GET_DATE, SET_DATE = 30, 32, 33
 REQUEST_VARIABLE_LEASESET, CREATE_LEASESET2 = 37, 41
 
+#: tunnels the master's session asks for: a Meta LS2 needs none to be published, but a router builds
+#: at least one each way before it acts for a session
+SESSION_OPTIONS = {
+    "inbound.quantity": "1",
+    "outbound.quantity": "1",
+    "inbound.length": "1",
+    "outbound.length": "1",
+}
+
 SESSION_STATES = {0: "destroyed", 1: "created", 2: "updated", 3: "invalid", 4: "refused"}
 
 

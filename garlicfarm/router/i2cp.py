@@ -40,14 +40,6 @@ _log = Logger()
 BACKOFF = (1.0, 60.0)
 #: a Meta LS2 is sent again when this share of its lifetime is left
 RENEW_AT = 0.5
-#: tunnels the master's session asks for: a Meta LS2 needs none to be published, but a router builds
-#: at least one each way before it acts for a session
-SESSION_OPTIONS = {
-    "inbound.quantity": "1",
-    "outbound.quantity": "1",
-    "inbound.length": "1",
-    "outbound.length": "1",
-}
 
 
 class RouterGone(Exception):
@@ -210,7 +202,7 @@ class I2CPPublisher:
             return self.session_config
         date_ms = int(self.reactor.seconds() * 1000)
         return i2cp.SessionConfig.create(
-            self.keys.destination, self.keys.signer, date_ms, SESSION_OPTIONS, self.keys.offline
+            self.keys.destination, self.keys.signer, date_ms, i2cp.SESSION_OPTIONS, self.keys.offline
         )
 
     async def _timed(self, d: Deferred[Any], what: str) -> Any:

@@ -64,12 +64,12 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
 
 def test_writes_every_file_with_private_keys(farm: tuple[Path, int, str]) -> None:
     directory, _, _ = farm
-    names = {"ca.pem", "ca.key", "credentials"} | {
-        f"node-{k}{s}" for k in (1, 2, 3) for s in (".pem", ".key", ".toml")
+    names = {"ca.pem", "ca.key", "credentials", "master.dat"} | {
+        f"node-{k}{s}" for k in (1, 2, 3) for s in (".pem", ".key", ".toml", ".dat", ".session", "-leaf.dat")
     }
     assert {p.name for p in directory.iterdir()} == names
     for name in names:
-        private = name.endswith(".key") or name == "credentials"
+        private = name.endswith((".key", ".dat")) or name == "credentials"
         assert mode(directory / name) == (0o600 if private else 0o644), name
     assert mode(directory) == 0o700
 
@@ -92,7 +92,7 @@ def test_every_config_loads_with_the_expected_values(farm: tuple[Path, int, str]
         assert (config.tls.cert, config.tls.key) == (directory / f"node-{k}.pem", directory / f"node-{k}.key")
         assert config.tls.pins == ()
         assert dict(config.peers) == {i: f"tcp://127.0.0.1:{base + i - 1}" for i in (1, 2, 3)}
-        assert not config.extra
+        assert set(config.extra) == {"app", "router", "publisher"}  # the Meta LS2: tests/cli/test_init_i2p.py
         assert config.fsync  # durable unless a benchmark says otherwise
         # What the service does with it: load the TLS material and build the listening endpoint.
         NodeTLS.load(config.tls)
@@ -136,7 +136,7 @@ def test_second_init_refuses_without_force(tmp_path: Path) -> None:
     out = init(str(tmp_path), "--nodes", "1", "--base-port", str(base), "--force", "--cluster", "west")
     assert (tmp_path / "ca.pem").read_bytes() != ca
     assert mode(tmp_path / "node-1.key") == 0o600
-    assert "node-1, node-2.key, node-2.pem, node-2.toml\n" in out
+    assert "node-1, node-2-leaf.dat, node-2.dat, node-2.key, node-2.pem, node-2.session, node-2.toml\n" in out
     config = load_config(tmp_path / "node-1.toml")
     assert config.cluster == "west" and dict(config.peers) == {1: f"tcp://127.0.0.1:{base}"}
     load_certificate(tmp_path / "node-1.pem").verify_directly_issued_by(load_certificate(tmp_path / "ca.pem"))

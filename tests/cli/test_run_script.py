@@ -3,6 +3,7 @@ refused rather than mistaken for this run's (regression, issue 16)."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -38,6 +39,14 @@ def test_a_farm_still_running_from_an_earlier_run_is_refused(tmp_path: Path) -> 
             if "the farm is running" in line or not line:
                 break
         assert "the farm is running" in lines[-1], "".join(lines)
+        # The quick start publishes a real Meta LS2: signed by the chosen member, decoded, both
+        # signatures valid, naming the master from the farm's own configuration.
+        text = "".join(lines)
+        master = re.search(r'^master = "(\S+\.b32\.i2p)"', (farm / "node-1.toml").read_text(), re.M)
+        assert master is not None
+        assert f"master {master[1]}" in text
+        assert f'"master": "{master[1]}"' in text
+        assert '"offlineSignature": "valid"' in text and '"signature": "valid"' in text
         second = subprocess.run(
             ["bash", str(RUN), "--once", "--dir", str(farm)],
             capture_output=True,

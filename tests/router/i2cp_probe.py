@@ -59,11 +59,11 @@ async def probe(reactor: Any, directory: Path) -> dict[str, Any]:
     from twisted.internet.endpoints import TCP4ClientEndpoint
 
     from garlicfarm.i2p import i2cp
-    from garlicfarm.i2p.i2cp import SessionConfig
+    from garlicfarm.i2p.i2cp import SESSION_OPTIONS, SessionConfig
     from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
     from garlicfarm.i2p.metals import MetaLease as Entry
     from garlicfarm.i2p.metals import MetaLeaseSet
-    from garlicfarm.router.i2cp import SESSION_OPTIONS, I2CPPublisher
+    from garlicfarm.router.i2cp import I2CPPublisher
     from garlicfarm.router.interface import MetaLease
     from garlicfarm.router.publishers import PublishError
 

@@ -1,0 +1,68 @@
+"""`garlicfarm init` makes a farm that publishes a real Meta LS2: its keys, and what nodes read of them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from garlicfarm.app.config import app_config
+from garlicfarm.app.node import make_publisher
+from garlicfarm.config import load_config
+from garlicfarm.farminit import TRANSIENT_DAYS, FarmSpec, create_farm
+from garlicfarm.i2p.build import leaf_hash
+from garlicfarm.i2p.i2cp import SessionConfig
+from garlicfarm.i2p.keys import PrivateKeyFile
+from garlicfarm.i2p.metals import MetaLeaseSet
+from garlicfarm.router.interface import MetaLease
+from garlicfarm.router.signed import BinaryFilePublisher
+
+
+def test_keys_and_configs(tmp_path: Path) -> None:
+    create_farm(FarmSpec(tmp_path / "f", 2, base_port=1), force=True)
+    d = tmp_path / "f"
+    master = PrivateKeyFile.decode((d / "master.dat").read_bytes())
+    master.check()
+    assert not master.is_offline
+    transients = set()
+    for k in (1, 2):
+        member = PrivateKeyFile.decode((d / f"node-{k}.dat").read_bytes())
+        member.check()
+        assert member.destination == master.destination and member.offline is not None
+        left = member.offline.expires - time.time()
+        assert TRANSIENT_DAYS * 86_400 - 60 < left <= TRANSIENT_DAYS * 86_400
+        transients.add(member.signer.public)
+        session = SessionConfig.decode((d / f"node-{k}.session").read_bytes())
+        assert session.destination == master.destination  # presigned by the master, for i2pd
+        leaf = PrivateKeyFile.decode((d / f"node-{k}-leaf.dat").read_bytes())
+        app = app_config(load_config(d / f"node-{k}.toml"))
+        assert app.master == master.destination.b32
+        assert app.leaves == (leaf.destination.b64,)
+        assert leaf_hash(app.leaves[0]) == leaf.destination.hash
+        assert (app.publisher_kind, app.publisher_format) == ("file", "binary")
+        assert app.publisher_keys == d / f"node-{k}.dat"
+        assert app.publisher_path == d / f"node-{k}" / "metals.bin"
+    assert len(transients) == 2  # one transient key per member
+
+
+def test_the_configured_publisher_writes_a_signed_metals(tmp_path: Path) -> None:
+    create_farm(FarmSpec(tmp_path / "f", 1, base_port=1), force=True)
+    d = tmp_path / "f"
+    app = app_config(load_config(d / "node-1.toml"))
+    now = 1_800_000_000.0
+    publisher = make_publisher(_Reactor(now), app)
+    assert isinstance(publisher, BinaryFilePublisher)
+    (d / "node-1").mkdir()
+    publisher.publish(app.master, (MetaLease(app.leaves[0], 100),))
+    metals = MetaLeaseSet.decode((d / "node-1" / "metals.bin").read_bytes())
+    assert metals.destination.b32 == app.master and metals.verdicts(int(now)).ok
+    assert [lease.hash for lease in metals.leases] == [leaf_hash(app.leaves[0])]
+    publisher.stop(app.master)
+    assert not (d / "node-1" / "metals.bin").exists()
+
+
+class _Reactor:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def seconds(self) -> float:
+        return self.now
