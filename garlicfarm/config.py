@@ -194,7 +194,9 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "storage": frozenset({"fsync", "writer"}),
     "app": frozenset({"interval", "publish_config", "master"}),
     "router": frozenset({"kind", "url", "password_file", "pin", "leaves", "status_file"}),
-    "publisher": frozenset({"kind", "path", "command", "url", "format", "keys", "expires", "i2cp", "session"}),
+    "publisher": frozenset(
+        {"kind", "path", "command", "url", "format", "keys", "expires", "i2cp", "session"}
+    ),
     "archive": frozenset({"dir", "retention_days"}),
     "admin": frozenset(
         {

@@ -21,6 +21,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredLock, succeed
 from twisted.internet.defer import TimeoutError as DeferredTimeout
 from twisted.internet.endpoints import connectProtocol
+from twisted.internet.error import ConnectError
 from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
@@ -162,8 +163,13 @@ class I2CPPublisher:
             self._conn.send(i2cp.create_leaseset2(session, metals))
         except (OfflineExpired, RouterGone, OSError) as e:
             self._failed(e)
-            self._schedule(self._delay, "retry")
-            self._delay = min(self._delay * 2, BACKOFF[1])
+            self._retry()
+            raise PublishError(f"{self.where}: {self.last_error}") from None
+        except Exception as e:
+            # A bug, not the router: a traceback once, and the publisher keeps trying (no dead timer).
+            _log.failure("Meta LS2: publishing over I2CP failed unexpectedly")
+            self._failed(e)
+            self._retry()
             raise PublishError(f"{self.where}: {self.last_error}") from None
         self.state = "published"
         self.last_error = None
@@ -183,7 +189,12 @@ class I2CPPublisher:
             return self._session
         self.state = "connecting"
         conn = I2CPConnection(self.auth, self._router_asks)
-        await self._timed(connectProtocol(self.endpoint, conn), "connect")
+        try:
+            await self._timed(connectProtocol(self.endpoint, conn), "connect")
+        except ConnectError as e:
+            raise RouterGone(
+                f"cannot connect: {e} (is the router running, with I2CP on that port?)"
+            ) from None
         self._conn = conn
         conn.lost.addCallback(self._connection_lost, conn)
         await self._timed(conn.wait(i2cp.SET_DATE), "GetDate")
@@ -236,7 +247,7 @@ class I2CPPublisher:
         self._conn = self._session = None
         if self._contents is not None:
             self._failed(RouterGone(conn.reason or "the router closed the I2CP connection"))
-            self._schedule(self._delay, "retry")
+            self._retry()
 
     def _failed(self, error: Exception) -> None:
         message = str(error) or type(error).__name__
@@ -247,6 +258,10 @@ class I2CPPublisher:
         if self._conn is not None:
             self._conn.close()
         self._conn = self._session = None
+
+    def _retry(self) -> None:
+        self._schedule(self._delay, "retry")
+        self._delay = min(self._delay * 2, BACKOFF[1])
 
     def _schedule(self, delay: float, why: str) -> None:
         self._cancel_timer()
