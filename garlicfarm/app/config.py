@@ -4,7 +4,7 @@
 [app]
 interval = 60              # seconds between status reports
 publish_config = "auto"    # off | on | auto: may this node publish the Meta LS2?
-master = "..."             # the Meta LS2 master destination (base64); default: "<cluster>-master"
+master = "..."             # the Meta LS2's master (b32); default: [publisher] keys', or "<cluster>-master"
 
 [router]
 kind = "static"            # static (no router: a healthy stand-in, or status_file) | i2pcontrol
@@ -50,6 +50,8 @@ class AppConfig:
     interval: float = 60.0
     publish_config: str = "auto"
     master: str = "farm-master"
+    #: whether [app] master was set (it must then name the key file's destination)
+    master_given: bool = False
     router_kind: str = "static"
     router_url: str = DEFAULT_ROUTER_URL
     router_password_file: Path | None = None
@@ -133,6 +135,7 @@ def app_config(node: NodeConfig) -> AppConfig:
         interval=float(interval),
         publish_config=publish_config or "auto",
         master=text("app", app, "master", f"{node.cluster}-master") or "",
+        master_given="master" in app,
         router_kind=router_kind or "static",
         router_url=text("router", router, "url", DEFAULT_ROUTER_URL) or "",
         router_password_file=path("router", router, "password_file"),

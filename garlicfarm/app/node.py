@@ -105,6 +105,17 @@ def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
     return publishers.FilePublisher(app.publisher_path)
 
 
+def _master(app: AppConfig, publisher: MetaLSPublisher) -> str:
+    """The master the node reports: a signing publisher's key file names it."""
+    signer = getattr(publisher, "signer", None)  # the signing publishers (i2cp, binary file)
+    if signer is None:
+        return app.master
+    b32: str = signer.keys.destination.b32
+    if app.master_given and app.master not in (b32, signer.keys.destination.b64):
+        raise ConfigError(f"[app] master {app.master!r} is not the destination of [publisher] keys ({b32})")
+    return b32
+
+
 @attrs.define
 class NodeApp:
     config: AppConfig
@@ -126,6 +137,8 @@ class NodeApp:
         assert app.archive_dir is not None
         archive = TelemetryArchive(app.archive_dir, node.id, app.retention_days, clock=lambda: state.now)
         state.on_record.append(archive.append)
+        publisher = make_publisher(reactor, app)
+        master = _master(app, publisher)
         reporter = StatusReporter(
             reactor,
             driver,
@@ -134,9 +147,9 @@ class NodeApp:
             node.cluster,
             interval=app.interval,
             publish_config=app.publish_config,
-            master=app.master,
+            master=master,
         )
-        role = MetaLSRole(node.id, app.master, make_publisher(reactor, app), reporter)
+        role = MetaLSRole(node.id, master, publisher, reporter)
         state.on_change.append(role.changed)
         driver.on_leader_change.append(lambda _leader: reporter.leader_changed())
         # A restarting node replays its log first: the publisher hook acts on live state only, once
