@@ -51,7 +51,7 @@ CRYPTO_TYPES: dict[int, CryptoType] = {
     t.code: t
     for t in (
         CryptoType(0, "ElGamal", 256, 256),
-        CryptoType(1, "EC_P256", 64, 32),
+        CryptoType(1, "EC_P256", 64, 256),  # i2pd keeps 256 bytes in its key files (32 used)
         CryptoType(2, "EC_P384", 96, 48),
         CryptoType(3, "EC_P521", 132, 66),
         CryptoType(4, "ECIES_X25519", 32, 32),
