@@ -62,7 +62,7 @@ class SigningKey:
             raise ValueError("an Ed25519 private key is 32 bytes")
 
     def __repr__(self) -> str:  # never print the key
-        return f"SigningKey({self.kind.name}, public={self.public.hex()[:16]}…)"
+        return f"SigningKey({self.kind.name})"
 
     @classmethod
     def generate(cls, urandom: Callable[[int], bytes]) -> SigningKey:
