@@ -16,7 +16,8 @@ usage: scripts/java-i2p-verify.sh --i2p-src DIR FILE...
 Compiles those files, tests/javai2p/stubs and tests/javai2p/VerifyMetaLS.java with javac
 into a temporary directory and runs: java VerifyMetaLS FILE...
 Prints one JSON line per file; exits 1 if any file fails to parse or verify.
-Needs javac/java 15+ (the stub DSAEngine uses the JDK's Ed25519).
+Needs javac/java (tested with 17). Ed25519 (sig type 7) is verified by I2P's own
+net.i2p.crypto.eddsa.EdDSAEngine (listed in i2p-files.txt), called from our DSAEngine stub.
 Set JAVA_OPTS=-Dverify.now=<ms> to run the check as of another time.
 USAGE
 }

@@ -1,23 +1,39 @@
 package net.i2p.crypto;
 
-import java.security.KeyFactory;
+import java.security.GeneralSecurityException;
+import java.security.InvalidKeyException;
 import java.security.PublicKey;
-import java.security.spec.X509EncodedKeySpec;
 
+import net.i2p.crypto.eddsa.EdDSAEngine;
+import net.i2p.crypto.eddsa.EdDSAPublicKey;
+import net.i2p.crypto.eddsa.spec.EdDSAParameterSpec;
+import net.i2p.crypto.eddsa.spec.EdDSAPublicKeySpec;
 import net.i2p.data.Signature;
 import net.i2p.data.SigningPrivateKey;
 import net.i2p.data.SigningPublicKey;
 
 /**
- * garlicfarm verifier STUB of net.i2p.crypto.DSAEngine.
- * NOT I2P's code: Ed25519 (sig type 7) is verified with the JDK's own Ed25519
- * (java.security, JDK 15+), not with I2P's net.i2p.crypto.eddsa. Every other
- * type answers false. Signing is not supported.
+ * garlicfarm verifier STUB of net.i2p.crypto.DSAEngine (the real class drags in
+ * I2PAppContext, DSA/SHA-1, RSA/ECDSA via SigUtil and the JCA parameter specs).
+ *
+ * Only the EdDSA branch of the real verify path is kept, written the way Java I2P
+ * does it, and the crypto is I2P's REAL code (net.i2p.crypto.eddsa, compiled from
+ * the i2p/i2p.i2p sources listed in tests/javai2p/i2p-files.txt; not the JDK's Ed25519):
+ *
+ *   DSAEngine.verifySignature(sig, data, off, len, key)   [real: type check, then altVerifySig]
+ *   altVerifySig:  PublicKey pubKey = SigUtil.toJavaKey(key);      -> toJavaEdDSAKey below
+ *                  byte[] sigbytes = SigUtil.toJavaSig(sig);       -> sig.getData() for EdDSA
+ *                  EdDSAEngine jsig = new EdDSAEngine(type.getDigestInstance());
+ *                  jsig.initVerify(pubKey);
+ *                  rv = jsig.verifyOneShot(data, offset, len, sigbytes);
+ *   SigUtil.cvtToJavaEdDSAKey(pk):
+ *                  new EdDSAPublicKey(new EdDSAPublicKeySpec(pk.getData(),
+ *                                     (EdDSAParameterSpec) pk.getType().getParams()))
+ *
+ * Types other than EdDSA_SHA512_Ed25519 (7) answer false. Signing is not supported.
  */
 public class DSAEngine {
     private static final DSAEngine INSTANCE = new DSAEngine();
-    private static final byte[] ED25519_SPKI_PREFIX = {
-        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00 };
 
     public static DSAEngine getInstance() { return INSTANCE; }
 
@@ -40,17 +56,32 @@ public class DSAEngine {
             return false;
         }
         try {
-            byte[] spki = new byte[ED25519_SPKI_PREFIX.length + 32];
-            System.arraycopy(ED25519_SPKI_PREFIX, 0, spki, 0, ED25519_SPKI_PREFIX.length);
-            System.arraycopy(key.getData(), 0, spki, ED25519_SPKI_PREFIX.length, 32);
-            PublicKey pk = KeyFactory.getInstance("Ed25519").generatePublic(new X509EncodedKeySpec(spki));
-            java.security.Signature v = java.security.Signature.getInstance("Ed25519");
-            v.initVerify(pk);
-            v.update(data, offset, size);
-            return v.verify(signature.getData());
-        } catch (Exception e) {
-            System.err.println("DSAEngine stub: " + e);
+            return altVerifySig(signature, data, offset, size, key);
+        } catch (GeneralSecurityException gse) {
+            // real DSAEngine logs and answers false
+            System.err.println("DSAEngine stub: " + gse);
             return false;
+        }
+    }
+
+    /** EdDSA branch of the real DSAEngine.altVerifySig, on I2P's real EdDSAEngine. */
+    private boolean altVerifySig(Signature signature, byte[] data, int offset, int len, SigningPublicKey verifyingKey)
+                        throws GeneralSecurityException {
+        SigType type = signature.getType();
+        PublicKey pubKey = toJavaEdDSAKey(verifyingKey);
+        byte[] sigbytes = signature.getData();
+        EdDSAEngine jsig = new EdDSAEngine(type.getDigestInstance());
+        jsig.initVerify(pubKey);
+        return jsig.verifyOneShot(data, offset, len, sigbytes);
+    }
+
+    /** As the real SigUtil.cvtToJavaEdDSAKey(SigningPublicKey) (no cache). */
+    static EdDSAPublicKey toJavaEdDSAKey(SigningPublicKey pk) throws GeneralSecurityException {
+        try {
+            return new EdDSAPublicKey(new EdDSAPublicKeySpec(
+                pk.getData(), (EdDSAParameterSpec) pk.getType().getParams()));
+        } catch (IllegalArgumentException iae) {
+            throw new InvalidKeyException(iae);
         }
     }
 
