@@ -280,6 +280,7 @@ class GarlicFarmService(MultiService):
             "report_failures": self.app.reporter.failures,
             "rejected_entries": self.state.rejected,
             "publishing": self.app.role.active,
+            "metals": self.app.metals_status(),
         }
         return status
 

@@ -140,6 +140,7 @@ class FarmHandle:
             "joining": raft["joining"],
             "publisher": state.publisher,
             "publishing_here": node.app.role.active,
+            "signed_metals": node.app.metals_status(),
             "meta_ls": [{"destination": lease.destination, "weight": lease.weight} for lease in state.leases],
             "excluded": sorted(state.excluded),
             "report_interval": interval,

@@ -124,6 +124,11 @@ class NodeApp:
     reporter: StatusReporter
     role: MetaLSRole
 
+    def metals_status(self) -> dict[str, Any] | None:
+        """The live signed Meta LS2 of a signing publisher (i2cp, binary file), else None."""
+        status = getattr(self.role.hook, "status", None)
+        return status() if callable(status) else None
+
     @classmethod
     def build(
         cls,

@@ -16,11 +16,9 @@ class ConsoleFarm(ProcFarm):
         self.admin_base = free_base_port(nodes)
         for i in range(1, nodes + 1):
             path = Path(self.config(i))
-            path.write_text(
-                path.read_text()
-                + f"\n[admin]\nlisten = {self.admin_port(i)}\nsample_interval = 1\n"
-                + f"\n[app]\ninterval = {report_interval}\n"
-            )
+            text = path.read_text().replace("\n[app]\n", f"\n[app]\ninterval = {report_interval}\n", 1)
+            assert f"interval = {report_interval}" in text  # init writes an [app] table
+            path.write_text(text + f"\n[admin]\nlisten = {self.admin_port(i)}\nsample_interval = 1\n")
 
     def admin_port(self, i: int) -> int:
         return self.admin_base + i - 1

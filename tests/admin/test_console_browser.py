@@ -92,6 +92,15 @@ def test_page_lists_the_members_and_marks_the_leader(browser: Any, farm: Console
     # the status reports come in: a publisher is chosen and every member is healthy
     expect(page.locator("tr[data-health=ok]")).to_have_count(3, timeout=30_000)
     expect(page.locator("#publisher")).to_have_text(re.compile(r"server \d+"))
+    publisher = int(page.locator("#publisher").inner_text().split()[-1])
+    page.context.close()
+    # the publisher's own console shows the Meta LS2 it signed: master, time left, offline expiry
+    page, _ = open_console(browser, farm, publisher)
+    signed = page.locator("#signed-metals")
+    expect(signed).to_contain_text("Signed here: master ", timeout=30_000)
+    expect(signed).to_contain_text(re.compile(r"published \S+, \d+ s left"))
+    expect(signed).to_contain_text("offline signature expires")
+    expect(signed).to_contain_text(".b32.i2p cost ")
     screenshot = os.environ.get("GARLICFARM_SCREENSHOT")
     if screenshot:
         leader_page, _ = open_console(browser, farm, leader)

@@ -29,8 +29,13 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcFarm]:
     farm = ProcFarm(tmp_path_factory.mktemp("app") / "farm", 3)
     for i in range(1, 4):
         write_router(farm.dir / f"router-{i}.json", i)
-        with open(farm.config(i), "a") as f:
-            f.write(f'\n[app]\ninterval = 0.5\n[router]\nstatus_file = "router-{i}.json"\n')
+        # The JSON publisher and made-up leaf names of a status file, in place of init's signed Meta LS2
+        # (tests/cli/test_run_script.py and tests/router/test_i2cp_e2e.py cover that).
+        config = Path(farm.config(i))
+        config.write_text(
+            config.read_text().partition("\n# The Meta LS2")[0]
+            + f'\n[app]\ninterval = 0.5\n[router]\nstatus_file = "router-{i}.json"\n'
+        )
     farm.start_all()
     try:
         farm.wait_for_leader()

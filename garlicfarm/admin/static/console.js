@@ -146,6 +146,7 @@ function drawMetaLS(view) {
         `Exclude ${lease.destination} from the Meta LS2?`) }, "Exclude"))));
   }
   if (!view.meta_ls.length) body.append(el("tr", {}, el("td", { colspan: 3, class: "muted" }, "empty")));
+  drawSignedMetaLS(view.signed_metals);
   const list = $("excluded");
   list.replaceChildren();
   for (const d of view.excluded) {
@@ -159,6 +160,25 @@ function drawMetaLS(view) {
   $("publish").disabled = !view.publishing_here;
   $("publish").title = view.publishing_here ? "publish the Meta LS2 again now" :
     "only the publisher's console can force publishing";
+}
+
+// What this node's signing publisher last made: master, dates, offline expiry, leases by cost.
+function drawSignedMetaLS(m) {
+  const p = $("signed-metals");
+  p.replaceChildren();
+  if (!m) return;
+  const when = (s) => s ? new Date(s * 1000).toISOString().replace(".000", "") : "–";
+  const parts = [`master ${m.master}`];
+  if (m.state) parts.push(`${m.state}${m.router ? ` (${m.router})` : ""}`);
+  if (m.published) {
+    parts.push(`published ${when(m.published)}, ${m.secondsLeft} s left`);
+    parts.push(`leases: ${m.leases.map((l) => `${l.hash} cost ${l.cost}`).join(", ") || "none"}`);
+  }
+  if (m.offlineExpires) parts.push(`offline signature expires ${when(m.offlineExpires)}`);
+  p.append(el("span", {}, `Signed here: ${parts.join(" · ")}`));
+  for (const text of [m.warning, m.error]) {
+    if (text) p.append(el("br"), el("strong", { class: "warn" }, text));
+  }
 }
 
 function name(id) { return id === null || id === undefined ? "none" : `server ${id}`; }
