@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 
 from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.i2p.build import check_leaf
 
 DEFAULT_ROUTER_URL = "https://127.0.0.1:7650/jsonrpc"
 DEFAULT_I2CP = "tcp:127.0.0.1:7654"
@@ -118,6 +119,14 @@ def app_config(node: NodeConfig) -> AppConfig:
         raise ConfigError(
             f"{where}: [publisher] keys = FILE is needed to sign the Meta LS2 (garlicfarm keys transient)"
         )
+    if keys is not None and "leaves" in router:
+        for leaf in leaves:
+            why = check_leaf(leaf)
+            if why is not None:
+                raise ConfigError(
+                    f"{where}: [router] leaves: {leaf[:60]!r} is neither a base64 destination nor a "
+                    f".b32.i2p address ({why})"
+                )
     expires = publisher.get("expires", 3600)
     if isinstance(expires, bool) or not isinstance(expires, int) or not 1 <= expires <= 65_535:
         raise ConfigError(f"{where}: [publisher] expires must be a whole number of seconds from 1 to 65535")

@@ -12,7 +12,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 
-from garlicfarm.i2p.build import OFFLINE_WARNING_S, OfflineExpired, build
+from garlicfarm.i2p.build import OFFLINE_WARNING_S, OfflineExpired, build, check_leaf
 from garlicfarm.i2p.encoding import b32
 from garlicfarm.i2p.keys import PrivateKeyFile
 from garlicfarm.i2p.metals import MetaLeaseSet
@@ -22,6 +22,8 @@ from garlicfarm.router.publishers import PublishError, write_atomically
 _log = Logger()
 #: the offline-expiry warning is logged at most this often (seconds)
 WARN_EVERY_S = 3600.0
+#: leaves refused with a warning each, at most (then silently: the log stays bounded)
+MAX_REMEMBERED = 256
 
 
 class MetaLSSigner:
@@ -33,16 +35,31 @@ class MetaLSSigner:
         self.current: MetaLeaseSet | None = None
         self._last_published: int | None = None
         self._warned_at: float | None = None
+        self._refused: set[str] = set()
 
     def sign(self, contents: Sequence[MetaLease]) -> MetaLeaseSet:
         """A new Meta LS2; :class:`OfflineExpired` once the member's offline signature is past."""
         now = self._clock_s()
         self.warn_if_expiring()
-        leases = [(lease.destination, lease.weight) for lease in contents]
+        leases = [(lease.destination, lease.weight) for lease in contents if self._is_leaf(lease.destination)]
         metals = build(self.keys, leases, int(now), expires=self.expires, last_published=self._last_published)
         self._last_published = metals.published
         self.current = metals
         return metals
+
+    def _is_leaf(self, leaf: str) -> bool:
+        """A leaf that is no destination (a member's made-up name) is left out, with one warning each."""
+        why = check_leaf(leaf)
+        if why is None:
+            return True
+        if leaf not in self._refused and len(self._refused) < MAX_REMEMBERED:
+            self._refused.add(leaf)
+            _log.warn(
+                "Meta LS2: leaf {leaf} left out: {why} (a leaf is a base64 destination or a b32 address)",
+                leaf=leaf[:80],
+                why=why,
+            )
+        return False
 
     def withdraw(self) -> None:
         self.current = None

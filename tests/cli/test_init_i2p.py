@@ -66,3 +66,22 @@ class _Reactor:
 
     def seconds(self) -> float:
         return self.now
+
+
+def test_a_configured_leaf_must_be_a_destination_where_the_metals_is_signed(tmp_path: Path) -> None:
+    import pytest
+
+    from garlicfarm.config import ConfigError
+
+    create_farm(FarmSpec(tmp_path / "f", 1, base_port=1), force=True)
+    toml = tmp_path / "f" / "node-1.toml"
+    text = toml.read_text()
+    leaf = app_config(load_config(toml)).leaves[0]
+    b32 = PrivateKeyFile.decode((tmp_path / "f" / "node-1-leaf.dat").read_bytes()).destination.b32
+    toml.write_text(text.replace(leaf, b32))
+    assert app_config(load_config(toml)).leaves == (b32,)  # a b32 address will do
+    toml.write_text(text.replace(leaf, "farm-leaf-1"))
+    with pytest.raises(
+        ConfigError, match="'farm-leaf-1' is neither a base64 destination nor a .b32.i2p address"
+    ):
+        app_config(load_config(toml))

@@ -246,3 +246,21 @@ def _failure(d: Deferred[Any]) -> Failure:
     d.addErrback(out.append)
     assert out, "the Deferred has not failed"
     return out[0]
+
+
+def test_a_leaf_that_is_no_destination_is_left_out_with_one_warning() -> None:
+    from twisted.logger import globalLogPublisher
+
+    events: list[dict[str, Any]] = []
+    observer: Any = events.append
+    globalLogPublisher.addObserver(observer)
+    try:
+        publisher, _, endpoint = make()
+        publisher.publish("", (*CONTENTS, MetaLease("farm-leaf-3", 50)))
+        metals = metals_of(handshake(endpoint))
+        publisher.publish("", (*CONTENTS, MetaLease("farm-leaf-3", 50)))
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    assert len(metals.leases) == 2 and metals.verdicts(int(NOW)).ok
+    warnings = [e for e in events if "left out" in e.get("log_format", "")]
+    assert len(warnings) == 1 and warnings[0]["leaf"] == "farm-leaf-3"
