@@ -22,6 +22,8 @@ keys = "member.dat"        # file (binary) and i2cp: this member's key file (gar
 expires = 3600             # binary and i2cp: seconds a Meta LS2 is valid (1..65535)
 i2cp = "tcp:127.0.0.1:7654"            # i2cp: the router's I2CP, a Twisted client endpoint
 session = "member.session"             # i2cp: a session config the master signed (i2pd)
+username = "..."                       # i2cp: where the router asks for I2CP authentication (Java I2P)
+password_file = "i2cp.password"        #   with the password alone in a file
 command = ["sign-metals", "--stdin"]   # command
 url = "http://127.0.0.1:8080/metals"   # url
 
@@ -68,6 +70,8 @@ class AppConfig:
     publisher_expires: int = 3600
     publisher_i2cp: str = DEFAULT_I2CP
     publisher_session: Path | None = None
+    publisher_username: str | None = None
+    publisher_password_file: Path | None = None
     archive_dir: Path | None = None
     retention_days: int = 90
 
@@ -161,6 +165,8 @@ def app_config(node: NodeConfig) -> AppConfig:
         publisher_expires=expires,
         publisher_i2cp=text("publisher", publisher, "i2cp", DEFAULT_I2CP) or DEFAULT_I2CP,
         publisher_session=path("publisher", publisher, "session"),
+        publisher_username=text("publisher", publisher, "username", None),
+        publisher_password_file=path("publisher", publisher, "password_file"),
         archive_dir=path("archive", archive, "dir") or node.data_dir / "archive",
         retention_days=retention,
     )

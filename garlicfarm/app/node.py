@@ -67,6 +67,19 @@ def _session(app: AppConfig, keys: PrivateKeyFile) -> SessionConfig | None:
     return config
 
 
+def _i2cp_auth(app: AppConfig) -> tuple[tuple[str, str], ...] | None:
+    """I2CP's username and password, sent in GetDate, where the router asks for them (i2cp.auth)."""
+    if app.publisher_username is None:
+        return None
+    if app.publisher_password_file is None:
+        raise ConfigError("[publisher] username needs password_file (the I2CP password, alone in a file)")
+    try:
+        password = app.publisher_password_file.read_text(encoding="utf-8").strip()
+    except OSError as e:
+        raise ConfigError(f"[publisher] password_file {app.publisher_password_file}: {e.strerror}") from None
+    return (("i2cp.password", password), ("i2cp.username", app.publisher_username))
+
+
 def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
     from garlicfarm.router import publishers  # noqa: PLC0415
 
@@ -86,6 +99,7 @@ def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
             keys,
             expires=app.publisher_expires,
             session_config=_session(app, keys),
+            auth=_i2cp_auth(app),
             where=f"I2CP at {app.publisher_i2cp}",
         )
     if app.publisher_kind == "command":

@@ -53,6 +53,7 @@ def test_every_documented_key_is_known(node_toml: Path) -> None:
             '[app]\ninterval = 60\npublish_config = "auto"\nmaster = "m"\n'
             '[router]\nkind = "static"\nleaves = ["l"]\n[publisher]\nkind = "none"\nformat = "json"\n'
             'keys = "k.dat"\nexpires = 600\ni2cp = "tcp:127.0.0.1:7654"\nsession = "s"\npath = "m"\n'
+            'username = "u"\npassword_file = "p"\n'
             "[archive]\nretention_days = 90\n[admin]\nlisten = 9101\nsample_interval = 10\n"
         )
     load_config(node_toml)

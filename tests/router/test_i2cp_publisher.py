@@ -264,3 +264,15 @@ def test_a_leaf_that_is_no_destination_is_left_out_with_one_warning() -> None:
     assert len(metals.leases) == 2 and metals.verdicts(int(NOW)).ok
     warnings = [e for e in events if "left out" in e.get("log_format", "")]
     assert len(warnings) == 1 and warnings[0]["leaf"] == "farm-leaf-3"
+
+
+def test_auth_goes_in_get_date() -> None:
+    publisher, _, endpoint = make(auth=(("i2cp.password", "pw"), ("i2cp.username", "farm")))
+    publisher.publish("", CONTENTS)
+    ((kind, payload),) = sent(endpoint.last[1])
+    reader = Reader(payload)
+    version = reader.take(reader.uint(1, "version"), "version")
+    assert kind == i2cp.GET_DATE and version == i2cp.CLIENT_VERSION.encode()
+    from garlicfarm.i2p.mapping import read_mapping
+
+    assert dict(read_mapping(reader)) == {"i2cp.password": "pw", "i2cp.username": "farm"}
