@@ -195,7 +195,19 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "app": frozenset({"interval", "publish_config", "master"}),
     "router": frozenset({"kind", "url", "password_file", "pin", "leaves", "status_file"}),
     "publisher": frozenset(
-        {"kind", "path", "command", "url", "format", "keys", "expires", "i2cp", "session"}
+        {
+            "kind",
+            "path",
+            "command",
+            "url",
+            "format",
+            "keys",
+            "expires",
+            "i2cp",
+            "session",
+            "username",
+            "password_file",
+        }
     ),
     "archive": frozenset({"dir", "retention_days"}),
     "admin": frozenset(
