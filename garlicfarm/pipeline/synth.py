@@ -29,6 +29,10 @@ from pathlib import Path
 
 import attrs
 
+from garlicfarm.i2p.destination import Destination
+from garlicfarm.i2p.signing import SigningKey
+from garlicfarm.i2p.sigtypes import CRYPTO_TYPES
+
 log = logging.getLogger(__name__)
 
 HOUR_MS = 3_600_000
@@ -130,11 +134,19 @@ class _Member:
         self.status = self.net
         self.bandwidth = int(256 * 1024 + rng.random() * 4 * 1024 * 1024)  # bytes/s configured
         self.tunnels = int(200 + rng.random() * 3000)  # typical participating tunnels
-        self.destinations = [f"{cluster}.m{member}.d{k}.i2p" for k in range(1 + int(rng.random() * 3))]
+        self.destinations = [_leaf(rng) for _ in range(1 + int(rng.random() * 3))]
         self.offset = int(rng.random() * interval_ms / 2)  # each router reports at its own second
         self.silent_until = 0
         self.error_until = 0
         self.held: tuple[int, str] | None = None  # (date, record) of a report delivered late
+
+
+def _leaf(rng: random.Random) -> str:
+    """A real leaf destination's b32 address (an Ed25519 key from the seeded generator): what a member
+    reports and what the Meta LS2 names, without the 520 characters of the full destination."""
+    key = SigningKey(rng.randbytes(32))
+    crypto = rng.randbytes(32)  # any 32 bytes are an X25519 public key
+    return Destination.create(key.public, crypto, rng.randbytes(224 + 96), crypto=CRYPTO_TYPES[4]).b32
 
 
 def _diurnal(phase: float) -> list[float]:
