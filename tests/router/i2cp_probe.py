@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.router.i2pd_probe import CONFIG, START_TIMEOUT, log, start_i2pd, wait_for_port
+from tests.router.i2pd_probe import CONFIG, START_TIMEOUT, log, run_in_reactor, start_i2pd, wait_for_port
 
 I2CP_PORT = 7654
 I2CP_CONFIG = CONFIG.replace(
@@ -135,21 +135,9 @@ def main() -> int:
         wait_for_port(process, time.monotonic() + START_TIMEOUT, I2CP_PORT)
         log("I2CP is listening")
         from twisted.internet import reactor
-        from twisted.internet.defer import Deferred
-        from twisted.python.failure import Failure
 
-        outcome: list[Any] = []
-
-        def start() -> None:
-            d = Deferred.fromCoroutine(probe(reactor, args.dir))
-            d.addBoth(outcome.append)
-            d.addBoth(lambda _: reactor.stop())
-
-        reactor.callWhenRunning(start)
-        reactor.run()
-        if isinstance(outcome[0], Failure):
-            outcome[0].raiseException()
-        print(json.dumps(outcome[0]))
+        seen = run_in_reactor(lambda: probe(reactor, args.dir))
+        print(json.dumps(seen))
         return 0
     finally:
         if process.poll() is None:

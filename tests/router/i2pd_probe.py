@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -148,13 +149,20 @@ async def probe(reactor: Any, deadline: float) -> dict[str, Any]:
 
 def run_probe(deadline: float) -> dict[str, Any]:
     from twisted.internet import reactor
+
+    return run_in_reactor(lambda: probe(reactor, deadline))
+
+
+def run_in_reactor(probe_coroutine: Callable[[], Coroutine[Any, Any, dict[str, Any]]]) -> dict[str, Any]:
+    """Run the reactor until the probe's coroutine ends; its result, or its exception raised again."""
+    from twisted.internet import reactor
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
     outcome: list[Any] = []
 
     def start() -> None:
-        d = Deferred.fromCoroutine(probe(reactor, deadline))
+        d = Deferred.fromCoroutine(probe_coroutine())
         d.addBoth(outcome.append)
         d.addBoth(lambda _: reactor.stop())
 

@@ -8,57 +8,20 @@ is not ready), the forged one and the one past its offline signature's expiry re
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.router.i2cp_probe import TAKEN
-from tests.router.test_i2pd_e2e import ROOT, RUN_TIMEOUT, _logs, find_i2pd, namespace
+from tests.router.test_i2pd_e2e import run_probe
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def seen() -> Iterator[dict[str, Any]]:
-    binary = find_i2pd()
-    directory = Path(tempfile.mkdtemp(prefix="garlicfarm-i2cp-"))
-    try:
-        with namespace() as prefix:
-            argv = [
-                *prefix,
-                sys.executable,
-                "-m",
-                "tests.router.i2cp_probe",
-                "--i2pd",
-                binary,
-                "--dir",
-                str(directory),
-            ]
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            try:
-                done = subprocess.run(
-                    argv, cwd=ROOT, env=env, capture_output=True, timeout=RUN_TIMEOUT, check=False
-                )
-            except subprocess.TimeoutExpired:
-                pytest.fail(
-                    f"the I2CP probe did not finish within {RUN_TIMEOUT} s{_logs(directory)}", pytrace=False
-                )
-            if done.returncode != 0:
-                stderr = done.stderr.decode(errors="replace")[-3000:]
-                pytest.fail(
-                    f"the I2CP probe failed ({done.returncode}):\n{stderr}{_logs(directory)}", pytrace=False
-                )
-            yield json.loads(done.stdout)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    yield from run_probe("tests.router.i2cp_probe", "garlicfarm-i2cp-")
 
 
 def _has(lines: list[str], text: str) -> bool:

@@ -71,20 +71,16 @@ def namespace() -> Iterator[list[str]]:
 
 @pytest.fixture(scope="module")
 def seen() -> Iterator[dict[str, Any]]:
+    yield from run_probe("tests.router.i2pd_probe", "garlicfarm-i2pd-")
+
+
+def run_probe(module: str, prefix: str) -> Iterator[dict[str, Any]]:
+    """Run a probe module against a fresh i2pd in a new network namespace; yield what it printed."""
     binary = find_i2pd()
-    directory = Path(tempfile.mkdtemp(prefix="garlicfarm-i2pd-"))
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        with namespace() as prefix:
-            argv = [
-                *prefix,
-                sys.executable,
-                "-m",
-                "tests.router.i2pd_probe",
-                "--i2pd",
-                binary,
-                "--dir",
-                str(directory),
-            ]
+        with namespace() as ns:
+            argv = [*ns, sys.executable, "-m", module, "--i2pd", binary, "--dir", str(directory)]
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             try:
                 done = subprocess.run(
@@ -92,12 +88,12 @@ def seen() -> Iterator[dict[str, Any]]:
                 )
             except subprocess.TimeoutExpired:
                 pytest.fail(
-                    f"the i2pd probe did not finish within {RUN_TIMEOUT} s{_logs(directory)}", pytrace=False
+                    f"{module} did not finish within {RUN_TIMEOUT} s{_logs(directory)}", pytrace=False
                 )
             if done.returncode != 0:
                 stderr = done.stderr.decode(errors="replace")[-3000:]
                 pytest.fail(
-                    f"the i2pd probe failed ({done.returncode}):\n{stderr}{_logs(directory)}", pytrace=False
+                    f"{module} failed ({done.returncode}):\n{stderr}{_logs(directory)}", pytrace=False
                 )
             yield json.loads(done.stdout)
     finally:
