@@ -24,6 +24,24 @@ def seen() -> Iterator[dict[str, Any]]:
     yield from run_probe("tests.router.i2cp_probe", "garlicfarm-i2cp-")
 
 
+@pytest.fixture(scope="module")
+def farm_seen() -> Iterator[dict[str, Any]]:
+    yield from run_probe("tests.router.farm_i2cp_probe", "garlicfarm-farm-i2cp-")
+
+
+def test_a_farm_publishes_through_i2pd(farm_seen: dict[str, Any]) -> None:
+    """garlicfarm init's 3-node farm, real processes, [publisher] kind = "i2cp": the member the farm
+    chose opens a session under the master (its presigned config) and i2pd takes the Meta LS2."""
+    assert farm_seen["publisher"] is not None, farm_seen["node_logs"]
+    metals = farm_seen["metals"]
+    assert metals["state"] == "published" and metals["error"] is None
+    assert len(metals["leases"]) == 3  # one real leaf per member's stand-in router
+    lines = farm_seen["i2pd"]
+    assert _has(lines, "created") and farm_seen["taken"], lines
+    assert not _has(lines, "Invalid LeaseSet2") and not _has(lines, "signature verification failed"), lines
+    assert all(farm_seen["nodes_alive"])
+
+
 def _has(lines: list[str], text: str) -> bool:
     return any(text in line for line in lines)
 
