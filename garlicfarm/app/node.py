@@ -119,6 +119,12 @@ def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
     return publishers.FilePublisher(app.publisher_path)
 
 
+def _newest_published(state: FarmState) -> int | None:
+    """The newest publishing time (s) the members reported: a new publisher must publish after it."""
+    newest = max((r.meta.lastPublishedTime for r in state.latest.values()), default=0)
+    return newest // 1000 if newest else None
+
+
 def _master(app: AppConfig, publisher: MetaLSPublisher) -> str:
     """The master the node reports: a signing publisher's key file names it."""
     signer = getattr(publisher, "signer", None)  # the signing publishers (i2cp, binary file)
@@ -158,6 +164,9 @@ class NodeApp:
         state.on_record.append(archive.append)
         publisher = make_publisher(reactor, app)
         master = _master(app, publisher)
+        signer = getattr(publisher, "signer", None)
+        if signer is not None:
+            signer.farm_newest = lambda: _newest_published(state)
         reporter = StatusReporter(
             reactor,
             driver,

@@ -41,6 +41,8 @@ _log = Logger()
 BACKOFF = (1.0, 60.0)
 #: a Meta LS2 is sent again when this share of its lifetime is left
 RENEW_AT = 0.5
+#: and, on a new session, again after these many seconds (each after the one before)
+EARLY_RESENDS = (30.0, 60.0, 120.0)
 
 
 class RouterGone(Exception):
@@ -133,6 +135,7 @@ class I2CPPublisher:
         self._contents: tuple[MetaLease, ...] | None = None
         self._timer: IDelayedCall | None = None
         self._delay = BACKOFF[0]
+        self._sends = 0
         if session_config is not None and session_config.destination != keys.destination:
             raise ValueError("the session config is not for this key file's destination")
 
@@ -174,7 +177,12 @@ class I2CPPublisher:
         self.state = "published"
         self.last_error = None
         self._delay = BACKOFF[0]
-        self._schedule(max(1.0, metals.expires * RENEW_AT), "renew")
+        # Sent again soon at first: a router may ask for it before its tunnels are up, fail to publish
+        # ("not ready") and not try again by itself (seen with i2pd); then at half its lifetime.
+        early = EARLY_RESENDS[self._sends] if self._sends < len(EARLY_RESENDS) else None
+        self._sends += 1
+        renew = max(1.0, metals.expires * RENEW_AT)
+        self._schedule(min(renew, early) if early is not None else renew, "renew")
         _log.info(
             "Meta LS2 of {master} sent to the router over I2CP: {n} leases, published {published}, "
             "expires {expires}",
@@ -206,6 +214,7 @@ class I2CPPublisher:
             conn.close()
             raise RouterGone(f"the router answered CreateSession with '{answer.name}'")
         self._session = answer.session_id
+        self._sends = 0
         return answer.session_id
 
     def _session_config(self) -> i2cp.SessionConfig:

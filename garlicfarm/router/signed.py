@@ -22,6 +22,8 @@ from garlicfarm.router.publishers import PublishError, write_atomically
 _log = Logger()
 #: the offline-expiry warning is logged at most this often (seconds)
 WARN_EVERY_S = 3600.0
+#: a member's reported publishing date further ahead of this clock than this is not followed
+MAX_FARM_AHEAD_S = 60
 #: leaves refused with a warning each, at most (then silently: the log stays bounded)
 MAX_REMEMBERED = 256
 
@@ -36,16 +38,28 @@ class MetaLSSigner:
         self._last_published: int | None = None
         self._warned_at: float | None = None
         self._refused: set[str] = set()
+        #: the newest ``published`` (s) any member reported in the farm's log, set by the node
+        self.farm_newest: Callable[[], int | None] | None = None
 
     def sign(self, contents: Sequence[MetaLease]) -> MetaLeaseSet:
         """A new Meta LS2; :class:`OfflineExpired` once the member's offline signature is past."""
         now = self._clock_s()
         self.warn_if_expiring()
         leases = [(lease.destination, lease.weight) for lease in contents if self._is_leaf(lease.destination)]
-        metals = build(self.keys, leases, int(now), expires=self.expires, last_published=self._last_published)
+        metals = build(self.keys, leases, int(now), expires=self.expires, last_published=self._newest(now))
         self._last_published = metals.published
         self.current = metals
         return metals
+
+    def _newest(self, now: float) -> int | None:
+        """The newest ``published`` to beat: this member's own, or the farm's (a handover must publish
+        later than the member before it, whose clock may run ahead), unless that is implausibly far
+        ahead of this clock (a member claiming 2100 must not push our dates there)."""
+        newest = self._last_published
+        farm = self.farm_newest() if self.farm_newest is not None else None
+        if farm is not None and farm <= now + MAX_FARM_AHEAD_S:
+            newest = farm if newest is None else max(newest, farm)
+        return newest
 
     def _is_leaf(self, leaf: str) -> bool:
         """A leaf that is no destination (a member's made-up name) is left out, with one warning each."""

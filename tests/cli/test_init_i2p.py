@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -85,3 +86,18 @@ def test_a_configured_leaf_must_be_a_destination_where_the_metals_is_signed(tmp_
         ConfigError, match="'farm-leaf-1' is neither a base64 destination nor a .b32.i2p address"
     ):
         app_config(load_config(toml))
+
+
+def test_the_farms_newest_publishing_date_is_read_from_the_records() -> None:
+    from garlicfarm.app.node import _newest_published
+    from garlicfarm.app.schema import parse_accepted
+    from garlicfarm.app.state import FarmState
+    from tests.app.records import record
+
+    state = FarmState("farm")
+    assert _newest_published(state) is None
+    for server, published_ms in ((1, 1_700_000_000_500), (2, 1_700_000_100_900), (3, 0)):
+        raw = record(server, 1_700_000_000_000)
+        raw["meta"]["lastPublishedTime"] = published_ms
+        state.latest[server] = parse_accepted(json.dumps(raw).encode(), "farm")
+    assert _newest_published(state) == 1_700_000_100

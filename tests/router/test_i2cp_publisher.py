@@ -105,12 +105,18 @@ def test_renewed_before_expiry_with_a_newer_published() -> None:
     publisher, clock, endpoint = make()
     publisher.publish("", CONTENTS)
     first = metals_of(handshake(endpoint))
-    clock.advance(300)  # half of expires=600
-    second = metals_of(sent(endpoint.last[1]))
-    assert second.published == first.published + 300 and second.verdicts(int(clock.seconds())).ok
+    # on a new session: again after 30, 60 and 120 s (a router may have asked too early), then at half
+    # of the lifetime (expires=600)
+    published = [first.published]
+    for delay in (30, 60, 120, 300, 300):
+        (call,) = clock.getDelayedCalls()
+        assert call.getTime() - clock.seconds() == delay
+        clock.advance(delay)
+        published.append(metals_of(sent(endpoint.last[1])).published)
+    assert published == [int(NOW) + t for t in (0, 30, 90, 210, 510, 810)]
     # a publish within the same second still moves published on by one
     publisher.publish("", CONTENTS)
-    assert metals_of(sent(endpoint.last[1])).published == second.published + 1
+    assert metals_of(sent(endpoint.last[1])).published == published[-1] + 1
 
 
 def test_stop_destroys_the_session_and_leaves_no_timer() -> None:
@@ -276,3 +282,17 @@ def test_auth_goes_in_get_date() -> None:
     from garlicfarm.i2p.mapping import read_mapping
 
     assert dict(read_mapping(reader)) == {"i2cp.password": "pw", "i2cp.username": "farm"}
+
+
+def test_a_handover_publishes_after_the_farms_newest() -> None:
+    publisher, _, endpoint = make()
+    publisher.signer.farm_newest = lambda: int(NOW) + 5  # the member before ran 5 s ahead
+    publisher.publish("", CONTENTS)
+    assert metals_of(handshake(endpoint)).published == int(NOW) + 6
+
+
+def test_a_farm_date_far_ahead_is_not_followed() -> None:
+    publisher, _, endpoint = make()
+    publisher.signer.farm_newest = lambda: 4_102_444_800  # a member claiming 2100
+    publisher.publish("", CONTENTS)
+    assert metals_of(handshake(endpoint)).published == int(NOW)
