@@ -18,6 +18,7 @@ from garlicfarm.i2p.i2cp import SessionConfig
 from garlicfarm.i2p.keys import PrivateKeyFile
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.router.interface import MetaLSPublisher, RouterAPI
+from garlicfarm.router.signed import SigningPublisher
 from garlicfarm.wire import ClientRequest, Response
 
 
@@ -127,9 +128,9 @@ def _newest_published(state: FarmState) -> int | None:
 
 def _master(app: AppConfig, publisher: MetaLSPublisher) -> str:
     """The master the node reports: a signing publisher's key file names it."""
-    signer = getattr(publisher, "signer", None)  # the signing publishers (i2cp, binary file)
-    if signer is None:
+    if not isinstance(publisher, SigningPublisher):
         return app.master
+    signer = publisher.signer
     b32: str = signer.keys.destination.b32
     if app.master_given and app.master not in (b32, signer.keys.destination.b64):
         raise ConfigError(f"[app] master {app.master!r} is not the destination of [publisher] keys ({b32})")
@@ -146,8 +147,8 @@ class NodeApp:
 
     def metals_status(self) -> dict[str, Any] | None:
         """The live signed Meta LS2 of a signing publisher (i2cp, binary file), else None."""
-        status = getattr(self.role.hook, "status", None)
-        return status() if callable(status) else None
+        hook = self.role.hook
+        return hook.status() if isinstance(hook, SigningPublisher) else None
 
     @classmethod
     def build(
@@ -164,9 +165,8 @@ class NodeApp:
         state.on_record.append(archive.append)
         publisher = make_publisher(reactor, app)
         master = _master(app, publisher)
-        signer = getattr(publisher, "signer", None)
-        if signer is not None:
-            signer.farm_newest = lambda: _newest_published(state)
+        if isinstance(publisher, SigningPublisher):
+            publisher.signer.farm_newest = lambda: _newest_published(state)
         reporter = StatusReporter(
             reactor,
             driver,

@@ -23,7 +23,7 @@ from twisted.internet.defer import TimeoutError as DeferredTimeout
 from twisted.internet.endpoints import connectProtocol
 from twisted.internet.error import ConnectError
 from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
-from twisted.internet.protocol import Protocol
+from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -95,7 +95,7 @@ class I2CPConnection(Protocol):
         if waiters:
             waiters.pop(0).callback(message)
 
-    def connectionLost(self, reason: Failure = Failure(RouterGone())) -> None:  # noqa: B008
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         why = self.reason or f"connection lost: {reason.getErrorMessage()}"
         waiters, self._waiters = self._waiters, {}
         for pending in waiters.values():

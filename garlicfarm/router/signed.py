@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
@@ -26,6 +26,15 @@ WARN_EVERY_S = 3600.0
 MAX_FARM_AHEAD_S = 60
 #: leaves refused with a warning each, at most (then silently: the log stays bounded)
 MAX_REMEMBERED = 256
+
+
+@runtime_checkable
+class SigningPublisher(Protocol):
+    """A publisher that signs the Meta LS2 itself (i2cp, binary file): its signer, its live status."""
+
+    signer: MetaLSSigner
+
+    def status(self) -> dict[str, Any]: ...
 
 
 class MetaLSSigner:
