@@ -188,6 +188,10 @@ class RaftCore:
         self.join_config: Configuration | None = None
         #: why the last catch-up from a leader was refused, if it was
         self.join_refusal: str | None = None
+        #: the last claim to a term's leadership that another server already held (Raft elects one
+        #: leader a term: a second claimant is forged or misconfigured), and how many were refused
+        self.leader_conflict: str | None = None
+        self.leader_conflicts = 0
         #: what the driver learnt from each peer's handshake: does it speak pre-vote?
         self._pre_vote_support: dict[int, bool] = {}
         #: ... and does it take part in leadership transfer (TimeoutNow, transfer votes)?
@@ -298,6 +302,8 @@ class RaftCore:
             "removed": self.removed,
             "joining": None if self._joining is None else self._joining.server.id,
             "join_refusal": self.join_refusal,
+            "leader_conflict": self.leader_conflict,
+            "leader_conflicts": self.leader_conflicts,
             "progress": {
                 str(peer): {"match": pr.match, "next": pr.next, "state": pr.state.value}
                 for peer, pr in sorted(self.progress.items())
@@ -435,6 +441,8 @@ class RaftCore:
             return
         if not self._step_term(message, handle):
             return
+        if not isinstance(message, RequestVoteRequest) and self._second_leader(message, handle):
+            return
         if isinstance(message, RequestVoteRequest):
             self._handle_vote(message, handle)
         elif isinstance(message, AppendEntriesRequest | SyncLogRequest):
@@ -532,6 +540,21 @@ class RaftCore:
             # Stale sender; our term in the reply makes a deposed leader or candidate step down.
             self._reply(handle, m, accepted=False)
             return False
+        return True
+
+    def _second_leader(self, m: Request, handle: int) -> bool:
+        """A leader's message from a server other than the one that leads this term: refused (Raft
+        elects at most one leader a term, §5.2). Taken, it would make entries of the same term and
+        index differ, and the log matching that lets a follower skip what it holds would keep them."""
+        known = self.id if self.role is Role.LEADER else self.leader_id
+        if m.term != self.term or known is None or known == m.source:
+            return False
+        self.leader_conflict = (
+            f"server {m.source} sent {type(m).__name__} as leader of term {m.term}, "
+            f"which server {known} leads: refused"
+        )
+        self.leader_conflicts += 1
+        self._reply(handle, m, accepted=False)
         return True
 
     def _in_lease(self) -> bool:

@@ -165,6 +165,9 @@ class RaftDriver:
         #: the log index being applied, to name it if the state machine fails
         self._applying: int | None = None
         self._last_refusal_log = float("-inf")
+        self._conflicts_logged = 0
+        self._conflict_message: str | None = None
+        self._conflict_logged_at = float("-inf")
         self._refusals = 0
         self._ticker = LoopingCall(self._tick)
         self._ticker.clock = reactor
@@ -672,6 +675,7 @@ class RaftDriver:
         core = self.core
         seen = (core.role.value, core.term, core.leader_id)
         self._check_transfer()
+        self._alarm_conflicts()
         if seen == self._seen:
             return
         (role, term, leader), self._seen = self._seen, seen
@@ -689,6 +693,22 @@ class RaftDriver:
                 self.log.info("server {leader} leads term {term}", leader=seen[2], term=seen[1])
             for callback in self.on_leader_change:
                 callback(seen[2])
+
+    def _alarm_conflicts(self) -> None:
+        """A second claimant to a term's leadership is an alarm: logged at once when it is new, then
+        with a count at most every 10 s (a forger repeating itself cannot flood the log)."""
+        count = self.core.leader_conflicts
+        if count == self._conflicts_logged:
+            return
+        now = self.reactor.seconds()
+        message = self.core.leader_conflict
+        if message != self._conflict_message or now - self._conflict_logged_at >= 10.0:
+            self.log.error(
+                "ALARM: two leaders claimed one term ({count} refused so far): {conflict}",
+                count=count,
+                conflict=message,
+            )
+            self._conflicts_logged, self._conflict_message, self._conflict_logged_at = count, message, now
 
     def _install(self, ready: Ready) -> None:
         """A snapshot from the leader: store it, then compact the log store to it."""

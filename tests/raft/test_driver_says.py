@@ -108,3 +108,36 @@ def test_a_refused_snapshot_is_logged_with_the_leader_and_the_reason() -> None:
     warnings = [text for level, text in lines if level is LogLevel.warn]
     assert f"refused a snapshot from server {leader.core.id}: not a snapshot of this farm" in warnings
     assert farm.drivers[4].core.log.snapshot_index == 0
+
+
+def test_a_second_leader_of_a_term_is_an_alarm_logged_once_then_counted() -> None:
+    from garlicfarm.wire import AppendEntriesRequest
+
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    follower = next(d for d in farm.drivers.values() if d is not leader)
+    other = next(i for i in farm.drivers if farm.drivers[i] not in (leader, follower))
+    core = follower.core
+    forged = AppendEntriesRequest(
+        source=other,
+        destination=core.id,
+        term=core.term,
+        last_log_term=core.log.term_at(core.log.last_index) or 0,
+        last_log_index=core.log.last_index,
+        commit_index=0,
+        entries=(),
+    )
+    with driver_lines() as lines:
+        for _ in range(5):
+            response = outcome(follower.handle_request(forged))
+            assert not response.accepted
+        farm.clock.advance(10)
+        outcome(follower.handle_request(forged))
+    alarms = [text for level, text in lines if level is LogLevel.error and "ALARM" in text]
+    lid = leader.core.id
+    expected = (
+        f"server {other} sent AppendEntriesRequest as leader of term {core.term}, which server {lid} leads"
+    )
+    assert len(alarms) == 2 and all(expected in text for text in alarms)
+    assert "(1 refused so far)" in alarms[0] and "(6 refused so far)" in alarms[1]
+    assert core.leader_id == lid and follower.status()["leader_conflicts"] == 6

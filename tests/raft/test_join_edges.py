@@ -311,7 +311,8 @@ def test_while_joining_the_leader_is_found_in_the_invitation() -> None:
     assert core.leader_id == 5 and core.leader_endpoint() == "sim://5"  # not in its own configuration
     # a leader in its own configuration is found there, whatever an invitation says
     moved = Configuration(9, 5, (ClusterServer(2, "sim://moved"), *servers[2:]))
-    c.step(1, JoinClusterRequest(source=2, destination=1, term=3, entries=(LogEntry(3, moved),)))
+    # (from the leader of a later term: a second leader of term 3 would be refused)
+    c.step(1, JoinClusterRequest(source=2, destination=1, term=4, entries=(LogEntry(4, moved),)))
     assert core.leader_endpoint() == "sim://2"
 
 
