@@ -45,6 +45,7 @@ from garlicfarm.handshake import (
     parse_features,
 )
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
+from garlicfarm.net.identity import PEER_REQUESTS, certificate_name, server_of_name
 from garlicfarm.net.watchdog import Watchdog
 from garlicfarm.wire import (
     AddServerRequest,
@@ -175,6 +176,9 @@ class ServerConnection(Protocol):
         self.username: str | None = None
         #: the TLS handshake is done (under mutual TLS: the peer holds a certificate we trust)
         self.tls_done = False
+        #: the peer certificate's common name, and the server it names (garlicfarm.net.identity)
+        self.certificate: str | None = None
+        self.identity: int | None = None
         self._closing = False
 
     def connectionMade(self) -> None:
@@ -187,6 +191,8 @@ class ServerConnection(Protocol):
 
     def handshakeCompleted(self) -> None:
         self.tls_done = True
+        self.certificate = certificate_name(self.transport)
+        self.identity = server_of_name(self.certificate)
 
     def dataReceived(self, data: bytes) -> None:
         if self._closing:
@@ -247,6 +253,17 @@ class ServerConnection(Protocol):
     def _serve(self, message: Message) -> None:
         if not isinstance(message, Request):
             self._drop(f"a {type(message).__name__} where a request belongs")
+            return
+        if (
+            self.identity is not None
+            and isinstance(message, PEER_REQUESTS)
+            and message.source != self.identity
+        ):
+            self._drop(
+                f"a {type(message).__name__} from server {message.source}, over a connection whose "
+                f"certificate ({self.certificate}) is server {self.identity}'s: one member posing as another",
+                key="impersonation",
+            )
             return
         if len(self._slots) >= self.limits.max_pipelined:
             self._drop(f"more than {self.limits.max_pipelined} requests waiting for answers")

@@ -86,6 +86,39 @@ def test_a_four_gigabyte_size_field_after_a_real_handshake(farm: ProcFarm) -> No
     assert closed_within(sock, 5)
 
 
+def test_one_member_cannot_speak_for_another(farm: ProcFarm) -> None:
+    """Node 1's certificate (common name node-1) binds its connections to server 1: an AppendEntries
+    claiming to come from server 3 is refused, the connection dropped, and node 2 says why."""
+    from garlicfarm.wire import AppendEntriesRequest, RequestVoteRequest, encode
+
+    honest = upgraded_socket(farm)
+    honest.sendall(
+        encode(
+            RequestVoteRequest(
+                source=1, destination=2, term=0, last_log_term=0, last_log_index=0, commit_index=0
+            )
+        )
+    )
+    assert len(honest.recv(26)) == 26  # answered (a vote refused for its stale term, but answered)
+    honest.close()
+    forged = upgraded_socket(farm)
+    forged.sendall(
+        encode(
+            AppendEntriesRequest(
+                source=3, destination=2, term=10**6, last_log_term=0, last_log_index=0, commit_index=0
+            )
+        )
+    )
+    assert closed_within(forged, 5)
+    log = (farm.dir / "node-2.log").read_text()
+    assert (
+        "AppendEntriesRequest from server 3, over a connection whose certificate (node-1) is server 1's"
+        in log
+    )
+    status = farm.status(2)
+    assert status is not None and status["term"] < 10**6  # the forged term was never adopted
+
+
 def test_the_farm_still_commits(farm: ProcFarm) -> None:
     index = farm.submit(2, {"still": "alive"})
     farm.wait_for_commit(index, [1, 2, 3])
