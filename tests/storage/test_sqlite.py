@@ -159,7 +159,9 @@ def test_entries_at_or_below_the_snapshot_are_corruption(path: Path) -> None:
     with SQLiteLogStore(path) as store:
         store.compact(SnapshotMeta(4, 1, config()))
     row = (4, 1, 1, b"\x00")
-    raw(path).execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?)", (*row, entry_crc(*row))).connection.close()
+    raw(path).execute(
+        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)", (*row, entry_crc(*row))
+    ).connection.close()
     refused(path, "entry 4 is stored but the log starts at 5: the file is corrupt")
 
 
