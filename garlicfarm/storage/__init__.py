@@ -1,10 +1,18 @@
 """Durable Raft state: the log-store seam and its SQLite and in-memory implementations."""
 
-from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StorageError, StoredState
+from garlicfarm.storage.interface import (
+    CorruptLog,
+    HardState,
+    LogStore,
+    SnapshotMeta,
+    StorageError,
+    StoredState,
+)
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.storage.sqlite import SQLiteLogStore
 
 __all__ = [
+    "CorruptLog",
     "HardState",
     "LogStore",
     "MemoryLogStore",

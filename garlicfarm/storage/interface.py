@@ -49,6 +49,26 @@ class StorageError(Exception):
     """The store cannot be used: a corrupt or foreign file, a full disk, a failed write."""
 
 
+#: what to do about a corrupt store, the end of every :class:`CorruptLog` message. The node must not
+#: come back with an empty store on its own: it would forget its term and vote (Raft's safety needs
+#: both), so the farm removes it and adds it back, as a new member the leader sends the log to.
+RECOVERY = (
+    "to recover, stop this node, move its data dir aside, remove it from the farm (garlicfarm "
+    "remove-server), start it empty and add it back (add-server): the leader sends it the log"
+)
+
+
+class CorruptLog(StorageError):
+    """A stored row or snapshot file fails its checksum (or is otherwise not what was written): it is
+    never served. The message is one line naming the file, the entry index (or "snapshot", "hard
+    state") and :data:`RECOVERY`."""
+
+    def __init__(self, path: str, where: str, problem: str) -> None:
+        super().__init__(f"{path}: {where} {problem}: the file is corrupt; {RECOVERY}")
+        self.path = path
+        self.where = where
+
+
 class LogStore(Protocol):
     def load(self) -> StoredState:
         """Everything durable, as of the last completed save/compact."""

@@ -9,8 +9,9 @@ from a crash between the two writes and are pruned. A crash at any step leaves a
 
 Layout: magic ``GFSNAP1\\n``, then last index (8), last term (8), configuration length (4), the
 Configuration value as on the wire, data length (8), data, and a SHA-256 of everything before it.
-A torn or foreign file is refused with a clear :class:`StorageError`; a crash mid-write leaves the
-previous snapshot in place.
+A foreign file is refused with a clear :class:`StorageError`, a torn or corrupt one (the SHA-256 does not
+match, checked on every load) with :class:`CorruptLog`, whose one line names the file and the way to
+recover; a crash mid-write leaves the previous snapshot in place.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import struct
 from pathlib import Path
 from typing import Protocol
 
-from garlicfarm.storage.interface import SnapshotMeta, StorageError
+from garlicfarm.storage.interface import CorruptLog, SnapshotMeta, StorageError
 from garlicfarm.wire.codec import decode_value, encode_value
 from garlicfarm.wire.errors import ProtocolError
 from garlicfarm.wire.payloads import Configuration
@@ -140,20 +141,28 @@ class FileSnapshotStore:
         if not raw.startswith(MAGIC):
             raise StorageError(f"{path} is not a garlicfarm snapshot")
         body, digest = raw[:-32], raw[-32:]
-        if len(raw) < len(MAGIC) + _HEAD.size + 8 + 32 or hashlib.sha256(body).digest() != digest:
-            raise StorageError(f"snapshot {path} is corrupt (checksum mismatch)")
+        if len(raw) < len(MAGIC) + _HEAD.size + 8 + 32:
+            raise CorruptLog(str(path), "snapshot", f"is cut short ({len(raw)} bytes)")
+        computed = hashlib.sha256(body).digest()
+        if computed != digest:
+            raise CorruptLog(
+                str(path),
+                "snapshot",
+                f"fails its checksum (stored SHA-256 {digest.hex()[:16]}…, computed {computed.hex()[:16]}…)",
+            )
         last_index, last_term, config_len = _HEAD.unpack_from(body, len(MAGIC))
         pos = len(MAGIC) + _HEAD.size
         try:
             config = decode_value(body, ValueType.CONFIGURATION, pos, pos + config_len)
         except ProtocolError as e:
-            raise StorageError(f"snapshot {path} is corrupt: {e}") from None
+            problem = f"has a configuration that does not decode ({e})"
+            raise CorruptLog(str(path), "snapshot", problem) from None
         assert isinstance(config, Configuration)
         pos += config_len
         (length,) = struct.unpack_from(">Q", body, pos)
         data = body[pos + 8 :]
         if len(data) != length:
-            raise StorageError(f"snapshot {path} is corrupt (data length)")
+            raise CorruptLog(str(path), "snapshot", f"holds {len(data)} bytes of data, not {length}")
         return SnapshotMeta(last_index, last_term, config), data
 
 

@@ -6,6 +6,14 @@ exclusively while open, so two nodes can never share a log. A file that is empty
 initialised; anything else must carry our ``application_id`` and a format version we can read, or it is
 refused with a :class:`~garlicfarm.storage.interface.StorageError` naming the path.
 
+Every row carries a CRC-32 (:func:`entry_crc`, :func:`hard_state_crc`, :func:`snapshot_crc`) over a
+canonical encoding of all its fields, the entry's index and term included (a row moved or re-termed
+fails), written in the same statement as the row. Opening verifies the hard state and snapshot rows;
+:meth:`SQLiteLogStore.load` (what a node does at start: the whole log), :meth:`~SQLiteLogStore.entries`
+and the compaction's read of a term verify every row they read. A row that fails raises
+:class:`~garlicfarm.storage.interface.CorruptLog`: its bytes are never returned. SQLite has no
+checksums of its own, so without ours a byte changed inside a row went unnoticed.
+
 Not thread-safe: the driver must not overlap calls (it may make them from a worker thread).
 """
 
@@ -15,39 +23,92 @@ import contextlib
 import functools
 import os
 import sqlite3
+import struct
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
+from typing import Any
+
+from twisted.logger import Logger
 
 from garlicfarm.storage._rules import MAX_INDEX, check_hard_state, check_save, check_snapshot, clamp_commit
-from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError, StoredState
+from garlicfarm.storage.interface import CorruptLog, HardState, SnapshotMeta, StorageError, StoredState
 from garlicfarm.wire.codec import decode_value, encode_value
 from garlicfarm.wire.payloads import Configuration, LogEntry
 from garlicfarm.wire.types import ValueType
 
 APPLICATION_ID = 0x47464C47  # "GFLG", in the SQLite header: how `file` and we recognise the store
-FORMAT_VERSION = 1  # PRAGMA user_version; bump on any schema change
+FORMAT_VERSION = 2  # PRAGMA user_version; bump on any schema change (2: a crc column in every table)
+#: older formats this one upgrades on open (one transaction): 1 had no checksums
+_UPGRADES_FROM = frozenset({1})
 _FORMAT_NAME = "garlicfarm log store"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = frozenset({"garlicfarm_meta", "hard_state", "snapshot", "entries"})
 
-_SCHEMA = (
-    "CREATE TABLE garlicfarm_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT",
-    "CREATE TABLE hard_state (id INTEGER PRIMARY KEY CHECK (id = 0), term INTEGER NOT NULL,"
-    " voted_for INTEGER, commit_index INTEGER NOT NULL) STRICT",
-    "CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), last_index INTEGER NOT NULL,"
-    " last_term INTEGER NOT NULL, config BLOB NOT NULL) STRICT",
-    "CREATE TABLE entries (idx INTEGER PRIMARY KEY, term INTEGER NOT NULL,"
-    " value_type INTEGER NOT NULL, value BLOB NOT NULL) STRICT",
-)
+_META_SCHEMA = "CREATE TABLE garlicfarm_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT"
+#: the tables with rows, by name (format 2); ``{name}`` so that an upgrade can build them beside the old
+_ROW_SCHEMA = {
+    "hard_state": "CREATE TABLE {name} (id INTEGER PRIMARY KEY CHECK (id = 0), term INTEGER NOT NULL,"
+    " voted_for INTEGER, commit_index INTEGER NOT NULL, crc INTEGER NOT NULL) STRICT",
+    "snapshot": "CREATE TABLE {name} (id INTEGER PRIMARY KEY CHECK (id = 0), last_index INTEGER NOT NULL,"
+    " last_term INTEGER NOT NULL, config BLOB NOT NULL, crc INTEGER NOT NULL) STRICT",
+    "entries": "CREATE TABLE {name} (idx INTEGER PRIMARY KEY, term INTEGER NOT NULL,"
+    " value_type INTEGER NOT NULL, value BLOB NOT NULL, crc INTEGER NOT NULL) STRICT",
+}
+#: format 1 -> 2: each table rebuilt with its crc computed by the functions below (registered in SQL)
+_UPGRADE_1 = {
+    "hard_state": "INSERT INTO new_hard_state SELECT id, term, voted_for, commit_index,"
+    " gf_hard_state_crc(term, voted_for, commit_index) FROM hard_state",
+    "snapshot": "INSERT INTO new_snapshot SELECT id, last_index, last_term, config,"
+    " gf_snapshot_crc(last_index, last_term, config) FROM snapshot",
+    "entries": "INSERT INTO new_entries SELECT idx, term, value_type, value,"
+    " gf_entry_crc(idx, term, value_type, value) FROM entries",
+}
 
-#: rows per INSERT statement (512 parameters: under SQLite's historical limit of 999). One statement
+# Checksums: CRC-32 (zlib's, in the standard library) over the row's fields as big-endian signed 64-bit
+# integers, then its bytes; each kind of row starts from its own seed, so no row's checksum is valid
+# for a row of another kind. CRC-32 detects every error within 32 consecutive bits, so any single
+# changed byte; it is a check against corruption, not a MAC against someone who can write the file.
+_INTS = struct.Struct(">qqq")
+_HARD = struct.Struct(">qBqq")
+_PAIR = struct.Struct(">qq")
+_ENTRY_SEED = zlib.crc32(b"garlicfarm entry")
+_HARD_STATE_SEED = zlib.crc32(b"garlicfarm hard state")
+_SNAPSHOT_SEED = zlib.crc32(b"garlicfarm snapshot")
+
+
+def entry_crc(index: int, term: int, value_type: int, value: bytes) -> int:
+    """The checksum of an entry's row: its index, term, value type and encoded value."""
+    return zlib.crc32(value, zlib.crc32(_INTS.pack(index, term, value_type), _ENTRY_SEED))
+
+
+def hard_state_crc(term: int, voted_for: int | None, commit: int) -> int:
+    vote = (0, 0) if voted_for is None else (1, voted_for)
+    return zlib.crc32(_HARD.pack(term, *vote, commit), _HARD_STATE_SEED)
+
+
+def snapshot_crc(last_index: int, last_term: int, config: bytes) -> int:
+    return zlib.crc32(config, zlib.crc32(_PAIR.pack(last_index, last_term), _SNAPSHOT_SEED))
+
+
+def _hex(crc: object) -> str:
+    return f"{crc:#010x}" if isinstance(crc, int) else repr(crc)
+
+
+_log = Logger(namespace="garlicfarm.storage.sqlite")
+
+#: rows per INSERT statement (640 parameters: under SQLite's historical limit of 999). One statement
 #: for many rows is one sqlite3_step, so the writer thread gives the interpreter's lock up and waits
 #: to take it back once per chunk, not once per entry (executemany), while the reactor thread runs.
 INSERT_CHUNK = 128
 _DELETE_FROM = "DELETE FROM entries WHERE idx >= ?"
-_PUT_HARD_STATE = "INSERT OR REPLACE INTO hard_state (id, term, voted_for, commit_index) VALUES (0, ?, ?, ?)"
-_SELECT_ALL = "SELECT idx, term, value_type, value FROM entries ORDER BY idx"
-_SELECT_ENTRIES = "SELECT idx, term, value_type, value FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
+_PUT_HARD_STATE = (
+    "INSERT OR REPLACE INTO hard_state (id, term, voted_for, commit_index, crc) VALUES (0, ?, ?, ?, ?)"
+)
+_SELECT_ALL = "SELECT idx, term, value_type, value, crc FROM entries ORDER BY idx"
+_SELECT_ENTRIES = (
+    "SELECT idx, term, value_type, value, crc FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
+)
 
 
 class SQLiteLogStore:
@@ -126,27 +187,31 @@ class SQLiteLogStore:
         try:
             # Exclusive locking: every lock taken is held until close, and WAL then needs no -shm file.
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-            fresh = self._identify(conn)  # before switching to WAL, which would rewrite a foreign header
+            version = self._identify(conn)  # before switching to WAL, which would rewrite a foreign header
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode != "wal":
                 raise StorageError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL" if self.fsync else "PRAGMA synchronous = OFF")
-            if fresh:
+            if version == 0:
                 self._initialise(conn)
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
             if problems != ["ok"]:
                 raise StorageError(f"{self.path} is corrupt: {'; '.join(problems)}")
+            if version in _UPGRADES_FROM:
+                self._upgrade(conn, version)
+            self._read_hard_state(conn)
             return self._read_bounds(conn)
         except sqlite3.Error as e:
             raise self._error("open", e) from e
 
-    def _identify(self, conn: sqlite3.Connection) -> bool:
-        """Is this a new (or zero-byte) file? Refuse it unless it is empty or one of ours."""
+    def _identify(self, conn: sqlite3.Connection) -> int:
+        """The file's format version, 0 for a new (or zero-byte) file. Refuse it unless it is empty or
+        one of ours in a format we read or upgrade."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
         if app_id == 0 and version == 0 and not tables:
-            return True
+            return 0
         if app_id != APPLICATION_ID:
             raise StorageError(
                 f"{self.path} is not a {_FORMAT_NAME} (SQLite application_id {app_id:#x}, "
@@ -157,19 +222,22 @@ class SQLiteLogStore:
                 f"{self.path} has store format {version}, newer than this garlicfarm reads "
                 f"({FORMAT_VERSION}): upgrade garlicfarm"
             )
+        if version != FORMAT_VERSION and version not in _UPGRADES_FROM:
+            raise StorageError(f"{self.path} has store format {version}, which this garlicfarm cannot read")
         missing = _TABLES - tables
         if missing:
             raise StorageError(f"{self.path} is corrupt: tables missing: {', '.join(sorted(missing))}")
         meta = dict(conn.execute("SELECT key, value FROM garlicfarm_meta").fetchall())
         if meta.get("format") != _FORMAT_NAME or meta.get("version") != version:
             raise StorageError(f"{self.path} is corrupt: format record {meta!r} for version {version}")
-        return False
+        return int(version)
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA:
-                conn.execute(statement)
+            conn.execute(_META_SCHEMA)
+            for table, statement in _ROW_SCHEMA.items():
+                conn.execute(statement.format(name=table))
             conn.executemany(
                 "INSERT INTO garlicfarm_meta VALUES (?, ?)",
                 [("format", _FORMAT_NAME), ("version", FORMAT_VERSION)],
@@ -182,6 +250,53 @@ class SQLiteLogStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
 
+    def _upgrade(self, conn: sqlite3.Connection, version: int) -> None:
+        """Format 1 -> 2 in one transaction: each table rebuilt with a checksum computed for every row
+        (a crash leaves the format-1 file as it was). The rows are taken as they are: format 1 had
+        nothing to check them against."""
+        conn.create_function("gf_entry_crc", 4, entry_crc, deterministic=True)
+        conn.create_function("gf_hard_state_crc", 3, hard_state_crc, deterministic=True)
+        conn.create_function("gf_snapshot_crc", 3, snapshot_crc, deterministic=True)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table, statement in _ROW_SCHEMA.items():
+                conn.execute(statement.format(name=f"new_{table}"))
+                conn.execute(_UPGRADE_1[table])
+                conn.execute(f"DROP TABLE {table}")
+                conn.execute(f"ALTER TABLE new_{table} RENAME TO {table}")
+            conn.execute("UPDATE garlicfarm_meta SET value = ? WHERE key = 'version'", (FORMAT_VERSION,))
+            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            conn.execute("COMMIT")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        _log.info(
+            "{path}: log store upgraded from format {old} to {new}: checksums computed for its {count} "
+            "entries, hard state and snapshot rows",
+            path=self.path,
+            old=version,
+            new=FORMAT_VERSION,
+            count=count,
+        )
+
+    def _read_hard_state(self, conn: sqlite3.Connection) -> HardState:
+        row = conn.execute("SELECT term, voted_for, commit_index, crc FROM hard_state").fetchone()
+        if row is None:
+            return HardState()
+        term, voted_for, commit, crc = row
+        try:
+            computed: int | None = hard_state_crc(term, voted_for, commit)
+        except (struct.error, TypeError):
+            computed = None
+        if computed != crc:
+            raise self._mismatch("hard state", crc, computed)
+        return HardState(
+            self._stored(term, "hard state", "term"),
+            None if voted_for is None else self._stored(voted_for, "hard state", "voted_for"),
+            self._stored(commit, "hard state", "commit index"),
+        )
+
     def _read_bounds(self, conn: sqlite3.Connection) -> tuple[SnapshotMeta | None, int]:
         """The snapshot and last index, checking the entries are contiguous after the snapshot."""
         snapshot = self._read_snapshot(conn)
@@ -189,29 +304,59 @@ class SQLiteLogStore:
         lo, hi, count = conn.execute("SELECT min(idx), max(idx), count(*) FROM entries").fetchone()
         if count == 0:
             return snapshot, first - 1
-        if lo != first or hi - lo + 1 != count:
-            raise StorageError(
-                f"{self.path} is corrupt: {count} entries span {lo}..{hi}, expected contiguous from {first}"
-            )
+        if lo < first:
+            raise CorruptLog(self.path, f"entry {lo}", f"is stored but the log starts at {first}")
+        if lo > first:
+            raise CorruptLog(self.path, f"entry {first}", f"is missing ({count} entries span {lo}..{hi})")
+        if hi - lo + 1 != count:
+            (gap,) = conn.execute(
+                "SELECT min(idx) + 1 FROM entries AS e WHERE idx < ?"
+                " AND NOT EXISTS (SELECT 1 FROM entries WHERE idx = e.idx + 1)",
+                (hi,),
+            ).fetchone()
+            raise CorruptLog(self.path, f"entry {gap}", f"is missing ({count} entries span {lo}..{hi})")
         return snapshot, hi
 
     def _read_snapshot(self, conn: sqlite3.Connection) -> SnapshotMeta | None:
-        row = conn.execute("SELECT last_index, last_term, config FROM snapshot").fetchone()
+        row = conn.execute("SELECT last_index, last_term, config, crc FROM snapshot").fetchone()
         if row is None:
             return None
-        index, term, blob = row
+        index, term, blob, crc = row
+        try:
+            computed: int | None = snapshot_crc(index, term, blob)
+        except (struct.error, TypeError):
+            computed = None
+        if computed != crc:
+            raise self._mismatch("snapshot", crc, computed)
         try:
             config = decode_value(blob, ValueType.CONFIGURATION, 0, len(blob))
         except ValueError as e:
-            raise StorageError(f"{self.path} is corrupt: snapshot configuration: {e}") from e
+            raise CorruptLog(self.path, "snapshot", f"has a configuration that does not decode ({e})") from e
         assert isinstance(config, Configuration)
-        return SnapshotMeta(index, self._stored(term, "snapshot term"), config)
+        return SnapshotMeta(
+            self._stored(index, "snapshot", "index"), self._stored(term, "snapshot", "term"), config
+        )
 
-    def _stored(self, value: int, what: str) -> int:
+    def _stored(self, value: int, where: str, what: str) -> int:
         """A term, vote or index as read back: 0..2^63-1, or the store is corrupt."""
         if not 0 <= value <= MAX_INDEX:
-            raise StorageError(f"{self.path} is corrupt: {what} is {value}, outside 0..2^63-1")
+            raise CorruptLog(self.path, where, f"{what} is {value}, outside 0..2^63-1")
         return value
+
+    def _mismatch(self, where: str, stored: object, computed: int | None) -> CorruptLog:
+        return CorruptLog(
+            self.path, where, f"fails its checksum (stored crc {_hex(stored)}, computed {_hex(computed)})"
+        )
+
+    def _check_entry(self, row: tuple[Any, ...]) -> None:
+        """Raise :class:`CorruptLog` for an entry's row (idx, term, value_type, value, crc) that fails."""
+        index, term, value_type, value, crc = row
+        try:
+            computed: int | None = entry_crc(index, term, value_type, value)
+        except (struct.error, TypeError):
+            computed = None
+        if computed != crc:
+            raise self._mismatch(f"entry {index}", crc, computed)
 
     def _error(self, action: str, e: sqlite3.Error) -> StorageError:
         name = getattr(e, "sqlite_errorname", "")
@@ -258,35 +403,36 @@ class SQLiteLogStore:
     def load(self) -> StoredState:
         conn = self._connection()
         try:
-            row = conn.execute("SELECT term, voted_for, commit_index FROM hard_state").fetchone()
+            hard_state = self._read_hard_state(conn)
             snapshot = self._read_snapshot(conn)
             first = snapshot.last_index + 1 if snapshot is not None else 1
             entries = self._decode(conn.execute(_SELECT_ALL), first)
         except sqlite3.Error as e:
             raise self._error("load", e) from e
-        hard_state = HardState()
-        if row is not None:
-            hard_state = HardState(
-                self._stored(row[0], "term"),
-                None if row[1] is None else self._stored(row[1], "voted_for"),
-                self._stored(row[2], "commit index"),
-            )
         return StoredState(
             clamp_commit(hard_state, first + len(entries) - 1), snapshot, first, tuple(entries)
         )
 
-    def _decode(self, rows: Iterable[tuple[int, int, int, bytes]], first: int) -> list[LogEntry]:
-        """Decode rows that must be the contiguous run of indexes starting at ``first``."""
+    def _decode(self, rows: Iterable[tuple[int, int, int, bytes, int]], first: int) -> list[LogEntry]:
+        """Verify and decode rows that must be the contiguous run of indexes starting at ``first``."""
         out: list[LogEntry] = []
-        for index, term, value_type, blob in rows:
+        pack, crc32, seed = _INTS.pack, zlib.crc32, _ENTRY_SEED  # entry_crc inlined: the hot loop at start
+        for row in rows:
+            index, term, value_type, blob, crc = row
+            try:
+                ok = crc == crc32(blob, crc32(pack(index, term, value_type), seed))
+            except (struct.error, TypeError):
+                ok = False
+            if not ok:
+                self._check_entry(row)
             expected = first + len(out)
             if index != expected:
-                raise StorageError(f"{self.path} is corrupt: expected entry {expected}, found {index}")
+                raise CorruptLog(self.path, f"entry {expected}", f"is missing (found entry {index} there)")
             try:
                 value = decode_value(blob, value_type, 0, len(blob))
             except ValueError as e:
-                raise StorageError(f"{self.path} is corrupt: entry {index}: {e}") from e
-            out.append(LogEntry(self._stored(term, f"entry {index}'s term"), value))
+                raise CorruptLog(self.path, f"entry {index}", f"does not decode ({e})") from e
+            out.append(LogEntry(self._stored(term, f"entry {index}", "term"), value))
         return out
 
     def save(
@@ -304,12 +450,11 @@ class SQLiteLogStore:
         elif entries_from is None:
             return
         # Encode before the transaction opens, so a value we cannot encode aborts nothing.
-        rows: list[tuple[int, int, int, bytes]] = []
+        rows: list[tuple[int, int, int, bytes, int]] = []
         if entries_from is not None:
-            rows = [
-                (entries_from + i, e.term, int(e.value_type), encode_value(e.value))
-                for i, e in enumerate(entries)
-            ]
+            for i, e in enumerate(entries):
+                index, value_type, value = entries_from + i, int(e.value_type), encode_value(e.value)
+                rows.append((index, e.term, value_type, value, entry_crc(index, e.term, value_type, value)))
         unsynced = self.fsync and not sync
         if unsynced:  # WAL: this commit is not fsynced, and the next synced one makes it durable too
             conn.execute("PRAGMA synchronous = OFF")
@@ -322,7 +467,10 @@ class SQLiteLogStore:
             self._last = entries_from + len(entries) - 1
 
     def _save(
-        self, hard_state: HardState | None, entries_from: int | None, rows: list[tuple[int, int, int, bytes]]
+        self,
+        hard_state: HardState | None,
+        entries_from: int | None,
+        rows: list[tuple[int, int, int, bytes, int]],
     ) -> None:
         with self._write("save") as conn:
             if entries_from is not None:
@@ -334,8 +482,9 @@ class SQLiteLogStore:
             if hard_state is not None:
                 # The commit index is clamped on load, so capping it to fit SQLite loses nothing.
                 commit = min(hard_state.commit, MAX_INDEX)
-                voted_for = None if hard_state.voted_for is None else hard_state.voted_for
-                conn.execute(_PUT_HARD_STATE, (hard_state.term, voted_for, commit))
+                voted_for = hard_state.voted_for
+                crc = hard_state_crc(hard_state.term, voted_for, commit)
+                conn.execute(_PUT_HARD_STATE, (hard_state.term, voted_for, commit, crc))
 
     def compact(self, snapshot: SnapshotMeta) -> None:
         self._connection()
@@ -350,8 +499,9 @@ class SQLiteLogStore:
             else:
                 conn.execute("DELETE FROM entries")
             conn.execute(
-                "INSERT OR REPLACE INTO snapshot (id, last_index, last_term, config) VALUES (0, ?, ?, ?)",
-                (index, snapshot.last_term, config),
+                "INSERT OR REPLACE INTO snapshot (id, last_index, last_term, config, crc)"
+                " VALUES (0, ?, ?, ?, ?)",
+                (index, snapshot.last_term, config, snapshot_crc(index, snapshot.last_term, config)),
             )
         self._snapshot = snapshot
         self._last = max(self._last, index) if keep else index
@@ -364,10 +514,17 @@ class SQLiteLogStore:
         if not self._first <= index <= self._last:
             return None
         try:
-            row = self._connection().execute("SELECT term FROM entries WHERE idx = ?", (index,)).fetchone()
+            row = (
+                self._connection()
+                .execute("SELECT idx, term, value_type, value, crc FROM entries WHERE idx = ?", (index,))
+                .fetchone()
+            )
         except sqlite3.Error as e:
             raise self._error("read", e) from e
-        return None if row is None else self._stored(row[0], f"entry {index}'s term")
+        if row is None:
+            return None
+        self._check_entry(row)
+        return self._stored(row[1], f"entry {index}", "term")
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
         conn = self._connection()
@@ -399,5 +556,5 @@ class SQLiteLogStore:
 @functools.lru_cache(maxsize=INSERT_CHUNK)
 def _insert_sql(rows: int) -> str:
     """``rows`` placeholders: the text has no data in it, only their count."""
-    placeholders = ", ".join(["(?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO entries (idx, term, value_type, value) VALUES {placeholders}"  # noqa: S608
+    placeholders = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO entries (idx, term, value_type, value, crc) VALUES {placeholders}"  # noqa: S608

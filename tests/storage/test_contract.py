@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from garlicfarm.storage.interface import HardState, LogStore, SnapshotMeta, StorageError, StoredState
-from garlicfarm.storage.sqlite import SQLiteLogStore
+from garlicfarm.storage.sqlite import SQLiteLogStore, hard_state_crc
 from garlicfarm.wire.payloads import ClusterServer, LogEntry
 from tests.storage.conftest import Harness, app, config
 
@@ -222,7 +222,8 @@ def test_a_negative_term_on_disk_is_corruption_not_a_huge_term(tmp_path: Path) -
     store.save(HardState(3, 1, 0), 1, [app(3, "x")])
     store.close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE hard_state SET term = -5")
+    # with a checksum to match, as a bug writing -5 would have left it: the range check still refuses it
+    conn.execute("UPDATE hard_state SET term = -5, crc = ?", (hard_state_crc(-5, 1, 0),))
     conn.commit()
     conn.close()
     with pytest.raises(StorageError, match=r"term is -5, outside 0\.\.2\^63-1"):

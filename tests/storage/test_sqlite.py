@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from garlicfarm.storage.interface import HardState, SnapshotMeta, StorageError
-from garlicfarm.storage.sqlite import APPLICATION_ID, FORMAT_VERSION, INSERT_CHUNK, SQLiteLogStore
+from garlicfarm.storage.interface import CorruptLog, HardState, SnapshotMeta, StorageError
+from garlicfarm.storage.sqlite import (
+    APPLICATION_ID,
+    FORMAT_VERSION,
+    INSERT_CHUNK,
+    SQLiteLogStore,
+    entry_crc,
+    hard_state_crc,
+)
 from garlicfarm.wire.payloads import ClusterServer, Configuration, LogEntry
 from tests.storage.conftest import app, config
 
@@ -143,27 +150,36 @@ def test_truncated_file_is_refused(path: Path, keep: float) -> None:
 def test_gap_in_the_log_is_corruption(path: Path) -> None:
     filled(path, count=10)
     raw(path).execute("DELETE FROM entries WHERE idx = 5").connection.close()
-    refused(path, "is corrupt: 9 entries span 1..10")
+    error = refused(path, r"entry 5 is missing \(9 entries span 1\.\.10\): the file is corrupt")
+    assert isinstance(error, CorruptLog)
 
 
 def test_entries_at_or_below_the_snapshot_are_corruption(path: Path) -> None:
     filled(path, count=10)
     with SQLiteLogStore(path) as store:
         store.compact(SnapshotMeta(4, 1, config()))
-    raw(path).execute("INSERT INTO entries VALUES (4, 1, 1, x'00')").connection.close()
-    refused(path, "is corrupt")
+    row = (4, 1, 1, b"\x00")
+    raw(path).execute(
+        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)", (*row, entry_crc(*row))
+    ).connection.close()
+    refused(path, "entry 4 is stored but the log starts at 5: the file is corrupt")
 
 
 def test_undecodable_value_is_corruption(path: Path) -> None:
     filled(path, count=10)
-    raw(path).execute("UPDATE entries SET value_type = 2, value = x'0001' WHERE idx = 7").connection.close()
-    with SQLiteLogStore(path) as store, pytest.raises(StorageError, match="is corrupt: entry 7"):
+    # with a checksum to match: what a bug that wrote a bad value would leave
+    crc = entry_crc(7, 1, 2, b"\x00\x01")
+    raw(path).execute(
+        "UPDATE entries SET value_type = 2, value = x'0001', crc = ? WHERE idx = 7", (crc,)
+    ).connection.close()
+    with SQLiteLogStore(path) as store, pytest.raises(CorruptLog, match="entry 7 does not decode"):
         store.load()
 
 
 def test_commit_written_past_the_log_is_clamped(path: Path) -> None:
     filled(path, count=10)
-    raw(path).execute("UPDATE hard_state SET commit_index = 99").connection.close()
+    crc = hard_state_crc(3, 1, 99)
+    raw(path).execute("UPDATE hard_state SET commit_index = 99, crc = ?", (crc,)).connection.close()
     with SQLiteLogStore(path) as store:
         assert store.load().hard_state.commit == 10
 
