@@ -20,7 +20,13 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IDelayedCall, IHandshakeListener, IReactorTime
+from twisted.internet.interfaces import (
+    IConsumer,
+    IDelayedCall,
+    IHandshakeListener,
+    IPushProducer,
+    IReactorTime,
+)
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
@@ -87,6 +93,9 @@ class ConnectionLimits:
     #: AddServerRequest is answered only once the new server has caught up (a large log takes
     #: minutes); the leader itself gives up on a join that stops making progress
     join_response_timeout: float = 3600.0
+    #: an outbound peer link's requests still waiting for answers, in bytes (ClientConnection's flow
+    #: control: what a peer that stops reading can cost, beside one socket buffer)
+    max_unanswered_bytes: int = 8 * 1024 * 1024
     wire: Limits = Limits()
 
 
@@ -349,8 +358,22 @@ class ServerConnection(Protocol):
         self._on_close(self)
 
 
+class Backpressure(NotConnected):
+    """The peer is not taking what we send (its socket is full, or too many bytes await answers):
+    the request is not sent. Raft takes it as a lost message and sends again on its own schedule."""
+
+
+@implementer(IPushProducer)
 class ClientConnection(Protocol):
-    """An outbound connection: authenticate, then send requests and match responses in order."""
+    """An outbound connection: authenticate, then send requests and match responses in order.
+
+    Flow control (``flow_control``, peer links): the connection is its transport's producer, paused
+    while the transport holds more than it can send, and it counts the bytes of requests still waiting
+    for their answers. While the transport is paused, or a request would take the unanswered bytes past
+    ``limits.max_unanswered_bytes``, the request fails at once with :class:`Backpressure` instead of
+    queueing: a peer that stops reading (stopped, or its packets dropped on the path) costs at most
+    that much, however long it stalls, and memory comes back when it answers or the link drops.
+    """
 
     log = Logger()
 
@@ -363,9 +386,12 @@ class ClientConnection(Protocol):
         on_ready: Callable[[ClientConnection], None] = lambda _c: None,
         on_lost: Callable[[ClientConnection, str], None] = lambda _c, _why: None,
         random_bytes: Callable[[int], bytes] = os.urandom,
+        *,
+        flow_control: bool = False,
     ) -> None:
         self.reactor = reactor
         self.config = config
+        self.flow_control = flow_control
         self.limits = limits
         self._cache = cache
         self._random_bytes = random_bytes
@@ -373,7 +399,11 @@ class ClientConnection(Protocol):
         self._on_lost = on_lost
         self._handshake: ClientHandshake | None = None
         self._decoder: Decoder | None = None
-        self._pending: deque[tuple[Deferred[Response], int]] = deque()
+        self._pending: deque[tuple[Deferred[Response], int, int]] = deque()
+        #: bytes of the requests in ``_pending`` (sent, not answered yet)
+        self.unanswered_bytes = 0
+        #: the transport asked us to stop writing (its buffer is full)
+        self.transport_full = False
         #: one timer for every pending request's deadline
         self._watchdog = Watchdog(reactor, self._drop)
         self._deadline: IDelayedCall | None = None
@@ -384,8 +414,20 @@ class ClientConnection(Protocol):
         #: the connection is gone: requests fail at once (a caller may still hold it)
         self.lost = False
 
+    def pauseProducing(self) -> None:
+        self.transport_full = True
+
+    def resumeProducing(self) -> None:
+        self.transport_full = False
+
+    def stopProducing(self) -> None:
+        pass  # the transport is going away: connectionLost follows
+
     def connectionMade(self) -> None:
         no_delay(self.transport)
+        consumer = IConsumer(self.transport, None) if self.flow_control else None
+        if consumer is not None:
+            consumer.registerProducer(self, True)
         self._handshake = ClientHandshake(
             self.config, self._cache, self.reactor.seconds(), self._random_bytes
         )
@@ -430,12 +472,25 @@ class ClientConnection(Protocol):
             return _failed(ConnectionClosed(f"the connection is closed: {self._why}"))
         if self._decoder is None or self.transport is None:
             return _failed(NotConnected("the connection is not ready"))
+        data = encode(message)
+        if (
+            self.flow_control
+            and self._pending
+            and (self.transport_full or self.unanswered_bytes + len(data) > self.limits.max_unanswered_bytes)
+        ):
+            why = (
+                "its socket is full"
+                if self.transport_full
+                else f"{self.unanswered_bytes} bytes await answers"
+            )
+            return _failed(Backpressure(f"{self.config.host} is not taking more now: {why}"))
         d: Deferred[Response] = Deferred()
         token = self._watchdog.watch(
             timeout or self.limits.response_timeout, f"no response to a {type(message).__name__}"
         )
-        self._pending.append((d, token))
-        self.transport.write(encode(message))
+        self._pending.append((d, token, len(data)))
+        self.unanswered_bytes += len(data)
+        self.transport.write(data)
         return d
 
     def _feed(self, data: bytes) -> None:
@@ -447,7 +502,8 @@ class ClientConnection(Protocol):
                 if not isinstance(message, Response) or not self._pending:
                     self._drop(f"unexpected {type(message).__name__}")
                     return
-                d, token = self._pending.popleft()
+                d, token, size = self._pending.popleft()
+                self.unanswered_bytes -= size
                 self._watchdog.done(token)
                 d.callback(message)
         except ProtocolError as e:
@@ -467,11 +523,12 @@ class ClientConnection(Protocol):
         if self._deadline is not None and self._deadline.active():
             self._deadline.cancel()
         pending, self._pending = self._pending, deque()
+        self.unanswered_bytes = 0
         error = (
             RequestTimeout(self._why) if self._why.startswith("no response") else ConnectionClosed(self._why)
         )
         self._watchdog.stop()
-        for d, _token in pending:
+        for d, _token, _size in pending:
             d.errback(error)
         if not self.ready.called:
             self.ready.errback(ConnectionClosed(self._why))

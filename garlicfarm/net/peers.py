@@ -105,7 +105,9 @@ class PeerConnections:
             peer.last_failure = why
 
         def build() -> Protocol:
-            return ClientConnection(self.reactor, config, self.cache, self.limits, ready, lost)
+            return ClientConnection(
+                self.reactor, config, self.cache, self.limits, ready, lost, flow_control=True
+            )
 
         factory = Factory.forProtocol(build)
         factory.noisy = False  # "Starting factory <...>" per attempt names no peer: our lines do

@@ -1,0 +1,92 @@
+"""A peer link's flow control: a peer that stops reading costs a bounded amount (ClientConnection)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+
+from garlicfarm.net.connection import Backpressure, ClientConnection
+from garlicfarm.wire import AppendEntriesRequest, Application, LogEntry, encode
+from tests.net.test_connection import LIMITS, Handler, Link, answer, connected
+
+CAP = 100_000
+
+
+def request(size: int) -> AppendEntriesRequest:
+    return AppendEntriesRequest(1, 2, 5, 0, 0, 0, (LogEntry(5, Application(b"x" * size)),))
+
+
+def flow_link(clock: Clock, handler: Handler) -> Link:
+    link = connected(clock, handler)
+    link.client.flow_control = True
+    link.client.limits = attrs.evolve(LIMITS, max_unanswered_bytes=CAP)
+    return link
+
+
+def test_unanswered_bytes_are_capped_and_come_back() -> None:
+    handler = Handler()
+    handler.auto = False  # the peer reads but does not answer (stopped state machine, or slow)
+    link = flow_link(Clock(), handler)
+    sent: list[Any] = []
+    refused: list[Failure] = []
+    for _ in range(10):
+        d = link.client.request(request(30_000))
+        d.addCallbacks(sent.append, refused.append)
+    link.pump.flush()
+    size = len(encode(request(30_000)))
+    assert len(handler.waiting) == CAP // size == 3 and link.client.unanswered_bytes == 3 * size
+    assert len(refused) == 7 and all(f.check(Backpressure) for f in refused)
+    assert "bytes await answers" in refused[0].getErrorMessage()
+    for req, d in handler.waiting:
+        d.callback(answer(req))
+    link.pump.flush()
+    assert len(sent) == 3 and link.client.unanswered_bytes == 0
+    ok: list[Any] = []
+    link.client.request(request(30_000)).addCallback(ok.append)  # room again
+    link.pump.flush()
+    assert len(handler.waiting) == 4
+
+
+def test_a_full_socket_refuses_more_but_one_message_always_goes() -> None:
+    link = flow_link(Clock(), Handler())
+    client: ClientConnection = link.client
+    client.pauseProducing()  # what the transport does when its buffer is full
+    first: list[Any] = []
+    client.request(request(10)).addErrback(first.append)
+    assert first == []  # nothing pending: one message always goes (no deadlock on a large one)
+    refused: list[Failure] = []
+    client.request(request(10)).addErrback(refused.append)
+    assert refused and "its socket is full" in refused[0].getErrorMessage()
+    client.resumeProducing()
+    link.pump.flush()
+    later: list[Any] = []
+    client.request(request(10)).addCallback(later.append)
+    link.pump.flush()
+    assert later
+
+
+def test_without_flow_control_nothing_is_refused() -> None:
+    handler = Handler()
+    handler.auto = False
+    link = connected(Clock(), handler)  # a client library link: no cap
+    link.client.limits = attrs.evolve(LIMITS, max_unanswered_bytes=CAP)
+    for _ in range(6):  # (the server's max_pipelined is 8 here)
+        link.client.request(request(30_000))
+    link.pump.flush()
+    assert len(handler.waiting) == 6
+
+
+def test_a_lost_connection_gives_the_bytes_back() -> None:
+    handler = Handler()
+    handler.auto = False
+    link = flow_link(Clock(), handler)
+    failed: list[Failure] = []
+    link.client.request(request(30_000)).addErrback(failed.append)
+    link.pump.flush()
+    assert link.client.unanswered_bytes > 0
+    link.client_transport.loseConnection()
+    link.pump.flush()
+    assert link.client.unanswered_bytes == 0 and failed
