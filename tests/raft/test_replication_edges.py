@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from garlicfarm.raft.core import RaftCore
+from garlicfarm.raft.core import PROBE_RESEND_BEATS, RaftCore
 from garlicfarm.raft.progress import ProgressState
 from garlicfarm.raft.types import RaftOptions, Role
 from garlicfarm.storage.interface import HardState
@@ -48,14 +48,34 @@ def test_a_probed_follower_gets_one_append_at_a_time() -> None:
     assert sends_of(c.ready(1), AppendEntriesRequest) == []  # no second probe before the first answer
 
 
-def test_a_heartbeat_to_a_follower_with_entries_to_send_is_those_entries_alone() -> None:
+def test_an_unanswered_probe_goes_again_every_few_beats_with_bare_heartbeats_between() -> None:
+    c = Cluster(3, PAPER)
+    c.elect(1)
+    c.drop()  # the probes are lost (or the followers stopped reading)
+    sizes = []
+    for _ in range(2 * PROBE_RESEND_BEATS):
+        c.tick(1, PAPER.heartbeat_ticks)
+        appends = sends_of(c.ready(1), AppendEntriesRequest)
+        assert sorted(a.destination for a in appends) == [2, 3]  # one each, every beat
+        sizes.append({len(a.entries) for a in appends})
+        c.drop()
+    # the probe's entry again only at every PROBE_RESEND_BEATS-th beat, a bare heartbeat otherwise
+    assert sizes == [
+        {1} if (beat + 1) % PROBE_RESEND_BEATS == 0 else {0} for beat in range(2 * PROBE_RESEND_BEATS)
+    ]
+
+
+def test_an_answer_to_a_bare_heartbeat_sends_the_entries_at_once() -> None:
     c = Cluster(3, PAPER)
     c.elect(1)
     c.drop()  # the probes are lost
     c.tick(1, PAPER.heartbeat_ticks)
+    assert all(not a.entries for a in sends_of(c.ready(1), AppendEntriesRequest))  # bare heartbeats
+    c.deliver()  # to the followers
+    c.flush()  # their answers: the link works
+    c.deliver()
     appends = sends_of(c.ready(1), AppendEntriesRequest)
-    assert sorted(a.destination for a in appends) == [2, 3]  # one each: the probe again, no bare heartbeat
-    assert all(len(a.entries) == 1 for a in appends)
+    assert sorted(a.destination for a in appends) == [2, 3] and all(len(a.entries) == 1 for a in appends)
 
 
 # ------------------------------------------------------------------------------------ sending a snapshot
