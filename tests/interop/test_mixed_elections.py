@@ -106,7 +106,7 @@ def test_restarted_lagging_node_lets_jraft_lead(seed: int) -> None:
     farm.wait_for_leader(10_000)
     elapsed = farm.now - campaigned
     assert elapsed <= 10_000
-    assert farm.gf[3].core.term - term < 10, "terms raced"
+    assert farm.gf[3].core.term - term <= 5, "terms raced"
     for n in range(30, 35):
         farm.submit(b'{"n":%d}' % n)
     farm.settle()
