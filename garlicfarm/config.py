@@ -136,6 +136,11 @@ class TimingProfile:
     commit_timeout: float = 10.0
 
 
+#: how long a candidate that lost elections by refusal waits at most before campaigning again (the lower
+#: end of its timeout; docs/raft.md, "Backing off"): above dmprinter's longest election timeout (5 s), so
+#: that a JRaft node with the longer log campaigns first
+BACKOFF_BOUND_MS = 6000
+
 #: [raft] profile (docs/operations.md, "Timing profiles"):
 #: lan: heartbeats every 50 ms, election timeout 150-300 ms (kill -9 of a leader: next commit in 0.3 s);
 #: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
@@ -303,6 +308,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
             max_entries_per_append=reader.integer(
                 raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append
             ),
+            max_backoff_ticks=-(-BACKOFF_BOUND_MS // tick_ms),
         )
     except ValueError as e:
         raise ConfigError(f"{path}: [raft] {e}") from None

@@ -131,6 +131,13 @@ def _entry_bytes(entry: LogEntry) -> int:
     return 13 + (len(data) if isinstance(data, bytes) else 64)
 
 
+#: each election lost by refusal multiplies the lower end of the election timeout by 2**BACKOFF_SHIFT
+#: (4), up to ``max_backoff_ticks``: doubling needed 5 losses to get from the "lan" profile's 150 ms to
+#: the 6 s bound, and a farm of 2 JRaft nodes and a lagging garlicfarm node then took 9-12 s to elect
+#: (docs/raft.md, "Backing off")
+BACKOFF_SHIFT = 2
+
+
 class RaftCore:
     def __init__(
         self,
@@ -166,6 +173,14 @@ class RaftCore:
         self.progress: dict[int, Progress] = {}
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
+        #: elections lost by refusal since this server last heard a leader, granted a vote or won: each
+        #: one doubles the lower end of the election timeout, up to ``max_backoff_ticks`` ("Backing
+        #: off" in docs/raft.md)
+        self.election_backoff = 0
+        #: in the current campaign: peers whose pre-vote grant vouched for our log, and peers that asked
+        #: us for a real vote in our own candidate term (rivals): their refusals say nothing of our log
+        self._vouched: set[int] = set()
+        self._rivals: set[int] = set()
         self._randomized_timeout = self._random_timeout()
         self._hard_dirty = False
         self._broadcast_pending = False
@@ -309,6 +324,7 @@ class RaftCore:
             "join_refusal": self.join_refusal,
             "leader_conflict": self.leader_conflict,
             "leader_conflicts": self.leader_conflicts,
+            "election_backoff": self.election_backoff,
             "progress": {
                 str(peer): {"match": pr.match, "next": pr.next, "state": pr.state.value}
                 for peer, pr in sorted(self.progress.items())
@@ -424,6 +440,11 @@ class RaftCore:
                     self._end_transfer()  # the target did not take over: lead on
             self._tick_joining()
         elif self._election_elapsed >= self._randomized_timeout and self.electable():
+            if self.role is Role.CANDIDATE and self._lost_by_refusal():
+                # The election timed out, refused by a voter that had no reason but its log: wait
+                # longer before the next term instead of starting it now.
+                self._back_off()
+                return
             self._campaign(pre=self.options.pre_vote)
 
     def step(self, message: Message, handle: int | None = None) -> None:
@@ -588,12 +609,39 @@ class RaftCore:
 
     def _random_timeout(self) -> int:
         n = self.options.election_ticks
+        if self.election_backoff:
+            n = min(
+                n << min(BACKOFF_SHIFT * self.election_backoff, 64), max(n, self.options.max_backoff_ticks)
+            )
         return n + self._rng.randrange(n)
+
+    def _lost_by_refusal(self) -> bool:
+        """Whether a voter refused this candidate's real vote for no reason we can see but its log: it
+        had not vouched for our log in this campaign's pre-vote round and was not a rival candidate of
+        our term. A split vote (rivals, or voters that had vouched for us) or silence is no such loss."""
+        voters = self.voters()
+        return any(
+            not ok and v in voters and v not in self._vouched and v not in self._rivals
+            for v, ok in self._votes.items()
+        )
+
+    def _back_off(self) -> None:
+        """An election lost by refusal: a follower again, in the same term, with a longer timeout."""
+        self.election_backoff += 1
+        self._become_follower(self.term, None)
+
+    def _heard_leader_or_voted(self) -> None:
+        """A leader of our term spoke, we granted a vote, or we won: elections go at normal pace."""
+        if self.election_backoff:
+            self.election_backoff = 0
+            self._randomized_timeout = self._random_timeout()
 
     # ------------------------------------------------------------------------------------------ elections
 
-    def _campaign(self, pre: bool, transfer: bool = False) -> None:
+    def _campaign(self, pre: bool, transfer: bool = False, vouched: frozenset[int] = frozenset()) -> None:
         self._end_transfer()
+        self._vouched = set(vouched)
+        self._rivals = set()
         self._election_elapsed = 0
         self._randomized_timeout = self._random_timeout()
         self.leader_id = None
@@ -655,7 +703,7 @@ class RaftCore:
 
     def _won(self, pre: bool) -> None:
         if pre:
-            self._campaign(pre=False)
+            self._campaign(pre=False, vouched=frozenset(self._vouched))
         else:
             self._become_leader()
 
@@ -669,9 +717,12 @@ class RaftCore:
             term = m.term if grant else self.term
             self._reply(handle, m, accepted=grant, term=term, next_index=PRE_VOTE_MARKER)
             return
+        if self.role is Role.CANDIDATE and self.voted_for == self.id and m.source != self.id:
+            self._rivals.add(m.source)  # it campaigns in our term: its refusal to us is a split vote
         can_vote = self.voted_for == m.source or (self.voted_for is None and self.leader_id is None)
         grant = can_vote and up_to_date
         if grant:
+            self._heard_leader_or_voted()
             self._election_elapsed = 0
             if self.voted_for != m.source:
                 self.voted_for = m.source
@@ -698,6 +749,14 @@ class RaftCore:
         if m.next_index == TIMEOUT_NOW_MARKER:
             return  # the answer to our TimeoutNow: the election it started will tell
         is_pre_vote = m.next_index == PRE_VOTE_MARKER
+        campaigning = self.role in (Role.CANDIDATE, Role.PRE_CANDIDATE)
+        if (
+            is_pre_vote
+            and m.accepted
+            and campaigning
+            and m.term == self.term + (self.role is Role.PRE_CANDIDATE)
+        ):
+            self._vouched.add(m.source)  # it found our log up to date for the term we campaign in
         if self.role is Role.CANDIDATE and is_pre_vote:
             return
         if self.role is Role.PRE_CANDIDATE and m.accepted and not is_pre_vote:
@@ -709,13 +768,17 @@ class RaftCore:
         if outcome is True:
             self._won(self.role is Role.PRE_CANDIDATE)
         elif outcome is False:
-            self._become_follower(self.term, None)
+            if self.role is Role.CANDIDATE and self._lost_by_refusal():
+                self._back_off()
+            else:
+                self._become_follower(self.term, None)
 
     # ------------------------------------------------------------------------------------------ leading
 
     def _become_leader(self) -> None:
         self.role = Role.LEADER
         self.leader_id = self.id
+        self._heard_leader_or_voted()
         self._end_transfer()
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
@@ -916,6 +979,7 @@ class RaftCore:
         if self.role is not Role.FOLLOWER:
             self._become_follower(self.term, m.source)
         self.leader_id = m.source
+        self._heard_leader_or_voted()
         self._election_elapsed = 0
         prev = m.last_log_index
         if isinstance(m, SyncLogRequest):
@@ -1107,6 +1171,7 @@ class RaftCore:
         if self.role is not Role.FOLLOWER:
             self._become_follower(self.term, m.source)
         self.leader_id = m.source
+        self._heard_leader_or_voted()
         self._election_elapsed = 0
         config = m.entries[0].value
         assert isinstance(config, Configuration)
@@ -1332,6 +1397,7 @@ class RaftCore:
         if self.role is not Role.FOLLOWER:
             self._become_follower(self.term, m.source)
         self.leader_id = m.source
+        self._heard_leader_or_voted()
         self._election_elapsed = 0
         chunk = m.entries[0].value
         assert isinstance(chunk, SnapshotSyncRequest)

@@ -60,6 +60,12 @@ class RaftOptions:
     #: escape the lease-based vote refusal. False: every peer is assumed to support pre-vote.
     negotiated_pre_vote: bool = False
     check_quorum: bool = True
+    #: a candidate that lost an election by refusals (docs/raft.md, "Backing off") waits longer
+    #: before campaigning again: the lower end of its random timeout is multiplied by 4 with each such
+    #: election, up to this many ticks. 120: 6 s at the driver's default 50 ms tick, above JRaft's
+    #: longest election timeout (dmprinter's 5 s), so that a JRaft node's own timer fires first (the
+    #: config computes it from ``tick_ms``). Never below ``election_ticks`` (then no backing off).
+    max_backoff_ticks: int = 120
     #: bytes of snapshot per InstallSnapshotRequest (JRaft sends 4 KiB)
     snapshot_chunk: int = 64 * 1024
     #: largest snapshot a follower accepts (a peer cannot make us buffer more)
@@ -74,6 +80,8 @@ class RaftOptions:
     def __attrs_post_init__(self) -> None:
         if self.heartbeat_ticks < 1 or self.election_ticks <= self.heartbeat_ticks:
             raise ValueError("need 1 <= heartbeat_ticks < election_ticks")
+        if self.max_backoff_ticks < 1:
+            raise ValueError("max_backoff_ticks must be at least 1")
         if self.max_entries_per_append < 1 or self.max_inflight < 1:
             raise ValueError("max_entries_per_append and max_inflight must be at least 1")
 

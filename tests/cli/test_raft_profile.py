@@ -56,3 +56,10 @@ def test_profiles_keep_heartbeats_well_inside_the_election_timeout() -> None:
 def test_unknown_profiles_are_refused(node_toml: Path, value: str) -> None:
     with pytest.raises(ConfigError, match=r'\[raft\] profile must be "lan" or "i2p", not'):
         load_config(_with_raft(node_toml, f"profile = {value}\n"))
+
+
+def test_the_backoff_bound_is_six_seconds_of_ticks(node_toml: Path) -> None:
+    """A candidate refused for its log backs off up to 6 s (docs/raft.md, "Backing off"): above JRaft's
+    5 s election timeout whatever the tick; with "i2p" the 10-20 s timeout is above it already."""
+    assert load_config(node_toml).raft.max_backoff_ticks == 600  # 10 ms ticks
+    assert load_config(_with_raft(node_toml, 'profile = "i2p"\n')).raft.max_backoff_ticks == 24

@@ -119,6 +119,25 @@ class MixedFarm:
         self.dead.add(i)
         self.wire = [e for e in self.wire if i not in (e.src, e.dst)]
 
+    def restart(self, i: int, term: int | None = None) -> None:
+        """Bring dead garlicfarm node ``i`` back from what it had stored (the simulated store is its
+        log: every Ready is durable at once). ``term``: it had seen that later term before it stopped
+        (a vote request of that term refused, say: the term is saved, no vote), as a server that died
+        while the others elected does when it heard their election."""
+        old = self.gf[i].core
+        assert i in self.dead and old.log.snapshot_index == 0
+        entries = tuple(old.log.slice(1, old.log.last_index + 1))
+        hard = HardState(old.term, old.voted_for, old.commit)
+        if term is not None and term > old.term:
+            hard = HardState(term, None, old.commit)
+        stored = StoredState(hard, None, 1, entries)
+        core = RaftCore(i, stored, random.Random(self.rng.random()), old.config_at(0), self.options)
+        for peer in self.gf_ids | self.jraft_ids:
+            if peer != i:
+                core.set_pre_vote_support(peer, peer in self.gf_ids)
+        self.gf[i] = GfNode(core)
+        self.dead.discard(i)
+
     def alive(self) -> list[int]:
         nodes = [i for i in self.gf if i not in self.dead]
         nodes += [i for i, p in self.jraft.items() if i not in self.dead and not p.exited]

@@ -59,3 +59,59 @@ def test_pre_votes_to_jraft_stall_elections() -> None:
     with pytest.raises(AssertionError, match="no leader"):
         farm.wait_for_leader(60_000)
     assert farm.pre_votes_to_jraft > 0 and farm.gf[3].core.term > 50
+
+
+def _restart_lagging(farm: MixedFarm) -> tuple[int, int]:
+    """2 JRaft + 1 garlicfarm: the garlicfarm node (3) dies, the JRaft pair elects and commits on without
+    it, then it restarts with its shorter log (and the JRaft pair's term, which it had heard) just after
+    the JRaft leader's heartbeat to it, so that it times out (0.5-1 s) before the next one (1.5 s) and
+    campaigns, in a new term, with a log the JRaft nodes refuse. Returns (when it campaigned, the term
+    the JRaft leader had)."""
+    farm.wait_for_leader(10_000)
+    for n in range(10):
+        farm.submit(b'{"n":%d}' % n)
+    farm.settle(2000)
+    farm.kill(3)
+    farm.wait_for_leader(10_000)
+    for n in range(10, 30):
+        farm.submit(b'{"n":%d}' % n)
+    farm.settle(2000)
+    leader = farm.leader()
+    assert leader in (1, 2)
+    jraft = farm.jraft[leader]
+    while jraft.peers[3].heartbeat_at - farm.now < 1400:
+        farm.step()
+    farm.run(100)  # that heartbeat went to a dead node: the next is 1.3 s away
+    term = jraft.term
+    farm.restart(3, term=term)
+    assert farm.last_index(3) < farm.last_index(leader)
+    end = farm.now + 1200
+    while farm.now < end and farm.gf[3].core.term <= term:
+        farm.step()
+    assert farm.gf[3].core.term > term, "the restarted node did not campaign before the heartbeat"
+    campaigned = farm.now
+    farm.run(50)
+    assert farm.leader() is None  # the JRaft leader adopted the new term and stepped down
+    return campaigned, term
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_restarted_lagging_node_lets_jraft_lead(seed: int) -> None:
+    """The outside tester's farm: after the garlicfarm node restarted with a lagging log it campaigned
+    every 0.5-1 s, was refused every time (its log is behind) and, as JRaft has no pre-vote, made both
+    JRaft nodes adopt each new term and reset their 3-5 s timers: no leader for 90 s. Backing off after
+    a refused election lets a JRaft node's timer fire: a leader within 10 s."""
+    farm = MixedFarm([3], [1, 2], seed=seed)
+    campaigned, term = _restart_lagging(farm)
+    farm.wait_for_leader(10_000)
+    elapsed = farm.now - campaigned
+    assert elapsed <= 10_000
+    assert farm.gf[3].core.term - term <= 5, "terms raced"
+    for n in range(30, 35):
+        farm.submit(b'{"n":%d}' % n)
+    farm.settle()
+    farm.check_agreement()
+    for i in farm.alive():
+        assert farm.values(i) == [b'{"n":%d}' % n for n in range(35)]
+    assert farm.pre_votes_to_jraft == 0
+    assert all(not p.errors for p in farm.jraft.values())

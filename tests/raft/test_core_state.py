@@ -74,6 +74,7 @@ def test_status_says_exactly_where_each_node_stands() -> None:
         "join_refusal": None,
         "leader_conflict": None,
         "leader_conflicts": 0,
+        "election_backoff": 0,
         "progress": {
             "2": {"match": last, "next": last + 1, "state": "replicate"},
             "3": {"match": last, "next": last + 1, "state": "replicate"},
