@@ -34,7 +34,7 @@ DRIVER_SEND_FIRST_BOUND = 30
 DRIVER_BOUNDS = {
     "commit_old_terms": 30,
     "keep_config_on_truncate": 30,
-    "old_snapshot": 60,
+    "old_snapshot": 300,
     "overlapping_changes": 40,
     "removed_campaigns": 150,
     "skip_vote_log_check": 30,
