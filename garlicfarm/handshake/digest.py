@@ -204,6 +204,8 @@ class DigestCredentials:
         nc = params["nc"]
         if len(nc) != 8 or not set(nc) <= _HEX:
             raise CredentialsError(f"nc {nc!r} is not 8 hex digits")
+        if int(nc, 16) == 0:
+            raise CredentialsError("nc 00000000: a nonce count starts at 00000001 (RFC 7616 section 3.4)")
         if not params["cnonce"]:
             raise CredentialsError("empty cnonce")
         return cls(

@@ -173,6 +173,7 @@ _GOOD = {
         ({"cnonce": None}, "missing cnonce"),
         ({"nc": "1"}, "not 8 hex digits"),
         ({"nc": "0000000g"}, "not 8 hex digits"),
+        ({"nc": "00000000"}, "starts at 00000001"),
         ({"algorithm": "MD5-sess"}, "unsupported algorithm"),
         ({"algorithm": "SHA-256-sess"}, "unsupported algorithm"),
         ({"algorithm": "SHA-512"}, "unsupported algorithm"),
