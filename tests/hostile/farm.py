@@ -36,14 +36,17 @@ class HostileFarm(ProcFarm):
     def password(self) -> str:
         return (self.dir / "credentials").read_text().strip()
 
-    def tls(self, node: int, *, certificate: bool = True) -> ssl.SSLSocket:
+    def tls(self, node: int, *, certificate: bool = True, as_node: int = 1) -> ssl.SSLSocket:
+        """A TLS connection to ``node``, with ``as_node``'s certificate (or none)."""
         context = ssl.create_default_context(cafile=str(self.dir / "ca.pem"))
         if certificate:
-            context.load_cert_chain(str(self.dir / "node-1.pem"), str(self.dir / "node-1.key"))
+            context.load_cert_chain(
+                str(self.dir / f"node-{as_node}.pem"), str(self.dir / f"node-{as_node}.key")
+            )
         raw = socket.create_connection(("127.0.0.1", self.port(node)), timeout=10)
         return context.wrap_socket(raw, server_hostname="127.0.0.1")
 
-    def authenticated(self, node: int, password: str | None = None) -> ssl.SSLSocket:
+    def authenticated(self, node: int, password: str | None = None, as_node: int = 1) -> ssl.SSLSocket:
         """A connection through the real Digest handshake (the challenge costs one connection)."""
         config = ClientConfig(
             host=f"127.0.0.1:{self.port(node)}",
@@ -53,7 +56,7 @@ class HostileFarm(ProcFarm):
         )
         cache = ChallengeCache()
         for _ in range(2):
-            sock = self.tls(node)
+            sock = self.tls(node, as_node=as_node)
             handshake = ClientHandshake(config, cache, time.time(), os.urandom)
             sock.sendall(handshake.initiate())
             while True:

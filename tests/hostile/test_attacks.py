@@ -20,6 +20,7 @@ from garlicfarm.chaos.checker import agreement_problems, read_node_log
 from garlicfarm.wire import (
     AddServerRequest,
     AddServerResponse,
+    AppendEntriesRequest,
     Application,
     ClusterServer,
     Configuration,
@@ -159,11 +160,44 @@ def test_a_forged_snapshot_with_garbage(attacked: Attacked) -> None:
         last_log_index=10**9,
         entries=(LogEntry(term, chunk),),
     )
-    with farm.authenticated(follower) as sock:
+    # with the leader's own certificate: a forged one would be dropped before the snapshot is read
+    with farm.authenticated(follower, as_node=leader) as sock:
         sock.settimeout(WAIT)
         sock.sendall(encode(forged))
         assert not answer(sock).accepted
     attacked.still_well()
+
+
+def test_a_member_posing_as_the_leader_is_refused_and_raised(attacked: Attacked) -> None:
+    """A credential holder (a follower's certificate) forges 1,000 entries of the current term from the
+    commit index, first in the leader's name, then as a second leader of the term. Before: accepted,
+    and the real leader's entries at those indexes were skipped (969 acknowledged writes replaced)."""
+    farm = attacked.farm
+    leader = farm.leader()
+    attacker, target = farm.followers()
+    status = farm.status(target)
+    assert status is not None
+    term, commit = int(status["term"]), int(status["commit_index"])
+    forged = tuple(LogEntry(term, Application(b'{"forged": %d}' % i)) for i in range(1000))
+
+    def append(source: int) -> bytes:
+        return encode(AppendEntriesRequest(source, target, term, term, commit, commit, forged))
+
+    with farm.authenticated(target, as_node=attacker) as sock:
+        sock.sendall(append(leader))  # in the leader's name: not the certificate's server
+        assert closed_by_peer(sock)
+    with farm.authenticated(target, as_node=attacker) as sock:
+        sock.settimeout(WAIT)
+        sock.sendall(append(attacker))  # as itself, leader of a term another server leads
+        assert not answer(sock).accepted
+    log = (farm.dir / f"node-{target}.log").read_text()
+    assert f"from server {leader}, over a connection whose certificate (node-{attacker})" in log
+    assert (
+        "ALARM: two leaders claimed one term" in log
+        and f"server {attacker} sent AppendEntriesRequest" in log
+    )
+    assert farm.status(target)["leader_conflicts"] >= 1  # type: ignore[index]
+    attacked.still_well()  # and the last test finds every acknowledged write on every node
 
 
 @pytest.mark.parametrize(
