@@ -193,8 +193,7 @@ def test_a_member_posing_as_the_leader_is_refused_and_raised(attacked: Attacked)
     log = (farm.dir / f"node-{target}.log").read_text()
     assert f"from server {leader}, over a connection whose certificate (node-{attacker})" in log
     assert (
-        "ALARM: two leaders claimed one term" in log
-        and f"server {attacker} sent AppendEntriesRequest" in log
+        "ALARM: two leaders claimed one term" in log and f"server {attacker} sent AppendEntriesRequest" in log
     )
     assert farm.status(target)["leader_conflicts"] >= 1  # type: ignore[index]
     attacked.still_well()  # and the last test finds every acknowledged write on every node
