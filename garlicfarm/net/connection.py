@@ -20,13 +20,7 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import (
-    IConsumer,
-    IDelayedCall,
-    IHandshakeListener,
-    IPushProducer,
-    IReactorTime,
-)
+from twisted.internet.interfaces import IDelayedCall, IHandshakeListener, IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
@@ -359,20 +353,20 @@ class ServerConnection(Protocol):
 
 
 class Backpressure(NotConnected):
-    """The peer is not taking what we send (its socket is full, or too many bytes await answers):
+    """The peer is not taking what we send (too many bytes await answers):
     the request is not sent. Raft takes it as a lost message and sends again on its own schedule."""
 
 
-@implementer(IPushProducer)
 class ClientConnection(Protocol):
     """An outbound connection: authenticate, then send requests and match responses in order.
 
-    Flow control (``flow_control``, peer links): the connection is its transport's producer, paused
-    while the transport holds more than it can send, and it counts the bytes of requests still waiting
-    for their answers. While the transport is paused, or a request would take the unanswered bytes past
-    ``limits.max_unanswered_bytes``, the request fails at once with :class:`Backpressure` instead of
-    queueing: a peer that stops reading (stopped, or its packets dropped on the path) costs at most
-    that much, however long it stalls, and memory comes back when it answers or the link drops.
+    Flow control (``flow_control``, peer links): the connection counts the bytes of requests written
+    and not answered yet, which include whatever its transport still holds. A request that would take
+    them past ``limits.max_unanswered_bytes`` fails at once with :class:`Backpressure` instead of
+    queueing (one request always goes): a peer that stops reading (stopped, or its packets dropped on
+    the path) costs at most that much, however long it stalls, and the memory comes back when it
+    answers or the link drops. (Not a registered producer: Twisted's TLS transport does not close
+    while a producer is registered, and the cap already bounds what the transport holds.)
     """
 
     log = Logger()
@@ -402,8 +396,6 @@ class ClientConnection(Protocol):
         self._pending: deque[tuple[Deferred[Response], int, int]] = deque()
         #: bytes of the requests in ``_pending`` (sent, not answered yet)
         self.unanswered_bytes = 0
-        #: the transport asked us to stop writing (its buffer is full)
-        self.transport_full = False
         #: one timer for every pending request's deadline
         self._watchdog = Watchdog(reactor, self._drop)
         self._deadline: IDelayedCall | None = None
@@ -414,20 +406,8 @@ class ClientConnection(Protocol):
         #: the connection is gone: requests fail at once (a caller may still hold it)
         self.lost = False
 
-    def pauseProducing(self) -> None:
-        self.transport_full = True
-
-    def resumeProducing(self) -> None:
-        self.transport_full = False
-
-    def stopProducing(self) -> None:
-        pass  # the transport is going away: connectionLost follows
-
     def connectionMade(self) -> None:
         no_delay(self.transport)
-        consumer = IConsumer(self.transport, None) if self.flow_control else None
-        if consumer is not None:
-            consumer.registerProducer(self, True)
         self._handshake = ClientHandshake(
             self.config, self._cache, self.reactor.seconds(), self._random_bytes
         )
@@ -476,13 +456,9 @@ class ClientConnection(Protocol):
         if (
             self.flow_control
             and self._pending
-            and (self.transport_full or self.unanswered_bytes + len(data) > self.limits.max_unanswered_bytes)
+            and self.unanswered_bytes + len(data) > self.limits.max_unanswered_bytes
         ):
-            why = (
-                "its socket is full"
-                if self.transport_full
-                else f"{self.unanswered_bytes} bytes await answers"
-            )
+            why = f"{self.unanswered_bytes} bytes await answers"
             return _failed(Backpressure(f"{self.config.host} is not taking more now: {why}"))
         d: Deferred[Response] = Deferred()
         token = self._watchdog.watch(
