@@ -1,8 +1,10 @@
 """What the farm asks of the local I2P router (proposal 150, "Router Interface").
 
 getLocalRouterStatus, getLocalLeafHash/Status, publishMetaLS, stopPublishingMetaLS: the first three
-are read through I2PControl; publishing a Meta LeaseSet has no router API yet, so it goes through a
-pluggable :class:`MetaLSPublisher` hook (a file, a command, or a URL).
+are read through I2PControl; the Meta LeaseSet goes through a :class:`MetaLSPublisher`: signed and
+handed to the router over I2CP (garlicfarm.router.i2cp), written signed to a file
+(garlicfarm.router.signed), or handed unsigned to a file, a command or a URL
+(garlicfarm.router.publishers).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Meta LS publisher hooks: hand the Meta LS2 contents to whatever signs and publishes them.
-
-No router has an API to publish a Meta LeaseSet yet, so the chosen publisher writes one JSON document
-(docs/router.md, "Meta LS publisher hooks")::
+"""Unsigned Meta LS publisher hooks: hand the Meta LS2 contents to whatever signs and publishes them
+(the signing publishers are garlicfarm.router.i2cp and garlicfarm.router.signed). The chosen member
+hands on one JSON document (docs/router.md, "Meta LS publishers")::
 
     {"master": "<master destination>", "publishing": true,
      "leases": [{"destination": "<leaf>", "weight": 100}, ...], "published": <ms since the epoch>}
