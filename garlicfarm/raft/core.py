@@ -174,8 +174,8 @@ class RaftCore:
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         #: elections lost by refusal since this server last heard a leader, granted a vote or won: each
-        #: one doubles the lower end of the election timeout, up to ``max_backoff_ticks`` ("Backing
-        #: off" in docs/raft.md)
+        #: one multiplies the lower end of the election timeout by 4 (BACKOFF_SHIFT), up to
+        #: ``max_backoff_ticks`` ("Backing off" in docs/raft.md)
         self.election_backoff = 0
         #: in the current campaign: peers whose pre-vote grant vouched for our log, and peers that asked
         #: us for a real vote in our own candidate term (rivals): their refusals say nothing of our log
