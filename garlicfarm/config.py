@@ -110,12 +110,7 @@ class NodeConfig:
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def password(self) -> str:
-        try:
-            return self.password_file.read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise ConfigError(
-                f"{self.path}: [auth] password_file {self.password_file}: {e.strerror}"
-            ) from None
+        return read_secret(self.password_file, f"{self.path}: [auth]")
 
 
 @attrs.frozen
@@ -155,6 +150,15 @@ PROFILES: dict[str, TimingProfile] = {
 #: [raft] pre_vote: "auto" pre-votes with peers whose handshake says they speak it (plain votes with
 #: JRaft); "on" assumes every peer does (a farm of garlicfarm nodes only); "off" never pre-votes
 _PRE_VOTE_MODES = ("auto", "on", "off")
+
+
+def read_secret(path: Path, where: str) -> str:
+    """A password kept alone in a file (surrounding whitespace dropped); ConfigError naming ``where``
+    (the table that named the file) when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as e:
+        raise ConfigError(f"{where} password_file {path}: {e.strerror}") from None
 
 
 def load_config(path: str | Path) -> NodeConfig:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from garlicfarm.config import KNOWN_KEYS, ConfigError, NodeConfig
+from garlicfarm.config import KNOWN_KEYS, ConfigError, NodeConfig, read_secret
 
 HISTORY_SECONDS = 3600.0
 
@@ -47,10 +47,7 @@ class AdminConfig:
     def password(self) -> str:
         if self.password_file is None:
             raise ConfigError(f"{self.source}: no password_file")
-        try:
-            return self.password_file.read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise ConfigError(f"{self.source} password_file {self.password_file}: {e.strerror}") from None
+        return read_secret(self.password_file, self.source)
 
     @property
     def samples_kept(self) -> int:

@@ -12,7 +12,7 @@ from garlicfarm.app.archive import TelemetryArchive
 from garlicfarm.app.config import AppConfig
 from garlicfarm.app.publishing import MetaLSRole, StatusReporter
 from garlicfarm.app.state import FarmState
-from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.config import ConfigError, NodeConfig, read_secret
 from garlicfarm.i2p.errors import I2PFormatError
 from garlicfarm.i2p.i2cp import SessionConfig
 from garlicfarm.i2p.keys import PrivateKeyFile
@@ -28,12 +28,7 @@ def make_router(reactor: Any, app: AppConfig) -> RouterAPI:
 
         password = DEFAULT_PASSWORD  # i2pd's and Java I2P's default, when no password_file is given
         if app.router_password_file is not None:
-            try:
-                password = app.router_password_file.read_text(encoding="utf-8").strip()
-            except OSError as e:
-                raise ConfigError(
-                    f"[router] password_file {app.router_password_file}: {e.strerror}"
-                ) from None
+            password = read_secret(app.router_password_file, "[router]")
         return I2PControlRouter(reactor, app.router_url, password, leaves=app.leaves, pin=app.router_pin)
     from garlicfarm.router.static import StaticRouter  # noqa: PLC0415
 
@@ -74,10 +69,7 @@ def _i2cp_auth(app: AppConfig) -> tuple[tuple[str, str], ...] | None:
         return None
     if app.publisher_password_file is None:
         raise ConfigError("[publisher] username needs password_file (the I2CP password, alone in a file)")
-    try:
-        password = app.publisher_password_file.read_text(encoding="utf-8").strip()
-    except OSError as e:
-        raise ConfigError(f"[publisher] password_file {app.publisher_password_file}: {e.strerror}") from None
+    password = read_secret(app.publisher_password_file, "[publisher]")
     return (("i2cp.password", password), ("i2cp.username", app.publisher_username))
 
 
