@@ -11,7 +11,7 @@ import attrs
 from garlicfarm.i2p.destination import Destination
 from garlicfarm.i2p.encoding import b64encode
 from garlicfarm.i2p.errors import I2PFormatError
-from garlicfarm.i2p.mapping import Pairs, encode_mapping, read_mapping
+from garlicfarm.i2p.mapping import Pairs, encode_mapping, encode_string, read_mapping, read_string
 from garlicfarm.i2p.metals import STORE_TYPE, MetaLeaseSet, OfflineSignature
 from garlicfarm.i2p.reader import Reader
 from garlicfarm.i2p.signing import SigningKey
@@ -42,14 +42,9 @@ def frame(kind: int, payload: bytes) -> bytes:
     return len(payload).to_bytes(4, "big") + bytes([kind]) + payload
 
 
-def _string(text: str) -> bytes:
-    raw = text.encode("utf-8")[:255]
-    return bytes([len(raw)]) + raw
-
-
 def get_date(auth: Pairs | None = None) -> bytes:
     """GetDate with our API version; ``auth`` (``i2cp.username``/``i2cp.password``) when the router asks."""
-    return frame(GET_DATE, _string(CLIENT_VERSION) + (encode_mapping(dict(auth)) if auth else b""))
+    return frame(GET_DATE, encode_string(CLIENT_VERSION) + (encode_mapping(dict(auth)) if auth else b""))
 
 
 @attrs.frozen
@@ -160,22 +155,18 @@ def parse(kind: int, payload: bytes) -> Message:
     reader = Reader(payload)
     if kind == SET_DATE:
         date_ms = reader.uint(8, "SetDate: date")
-        return SetDate(date_ms, _read_string(reader, "SetDate: version") if reader.left else "")
+        return SetDate(date_ms, read_string(reader, "SetDate: version", lenient=True) if reader.left else "")
     if kind == SESSION_STATUS:
         return SessionStatus(
             reader.uint(2, "SessionStatus: session"), reader.uint(1, "SessionStatus: status")
         )
     if kind == DISCONNECT:
-        return Disconnect(_read_string(reader, "Disconnect: reason") if reader.left else "")
+        return Disconnect(read_string(reader, "Disconnect: reason", lenient=True) if reader.left else "")
     if kind == REQUEST_VARIABLE_LEASESET:
         return RequestLeaseSet(
             reader.uint(2, "RequestLeaseSet: session"), reader.uint(1, "RequestLeaseSet: count")
         )
     return Other(kind)
-
-
-def _read_string(reader: Reader, what: str) -> str:
-    return reader.take(reader.uint(1, what), what).decode("utf-8", "replace")
 
 
 class Framer:

@@ -10,7 +10,8 @@ from garlicfarm.i2p.reader import Reader
 Pairs = tuple[tuple[str, str], ...]
 
 
-def _string(text: str) -> bytes:
+def encode_string(text: str) -> bytes:
+    """I2P's String: a 1-byte length, then at most 255 bytes of UTF-8."""
     raw = text.encode("utf-8")
     if len(raw) > 255:
         raise ValueError(f"an I2P string is at most 255 bytes: {text[:40]!r}…")
@@ -19,7 +20,7 @@ def _string(text: str) -> bytes:
 
 def encode_mapping(pairs: Pairs | dict[str, str]) -> bytes:
     items = sorted(pairs.items()) if isinstance(pairs, dict) else pairs
-    body = b"".join(_string(k) + b"=" + _string(v) + b";" for k, v in items)
+    body = b"".join(encode_string(k) + b"=" + encode_string(v) + b";" for k, v in items)
     if len(body) > 0xFFFF:
         raise ValueError("a mapping is at most 65,535 bytes")
     return len(body).to_bytes(2, "big") + body
@@ -32,10 +33,10 @@ def read_mapping(reader: Reader, what: str = "mapping") -> Pairs:
     seen: set[str] = set()
     while body.left:
         at = body.offset
-        key = _read_string(body, what)
+        key = read_string(body, what)
         if body.take(1, f"{what}: '='") != b"=":
             raise I2PFormatError(f"{what}: '=' expected after a key", body.offset - 1)
-        value = _read_string(body, what)
+        value = read_string(body, what)
         if body.take(1, f"{what}: ';'") != b";":
             raise I2PFormatError(f"{what}: ';' expected after a value", body.offset - 1)
         if key in seen:
@@ -45,9 +46,12 @@ def read_mapping(reader: Reader, what: str = "mapping") -> Pairs:
     return tuple(pairs)
 
 
-def _read_string(body: Reader, what: str) -> str:
+def read_string(body: Reader, what: str, *, lenient: bool = False) -> str:
+    """An I2P String; invalid UTF-8 is an error, or replaced where ``lenient`` (text only shown)."""
     length = body.uint(1, f"{what}: string length")
     raw = body.take(length, f"{what}: string")
+    if lenient:
+        return raw.decode("utf-8", "replace")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
