@@ -296,3 +296,33 @@ def test_a_farm_date_far_ahead_is_not_followed() -> None:
     publisher.signer.farm_newest = lambda: 4_102_444_800  # a member claiming 2100
     publisher.publish("", CONTENTS)
     assert metals_of(handshake(endpoint)).published == int(NOW)
+
+
+def test_an_unexpected_error_is_logged_and_retried_never_a_dead_timer() -> None:
+    from twisted.logger import globalLogPublisher
+
+    publisher, clock, endpoint = make()
+    real_sign = publisher.signer.sign
+    calls = [0]
+
+    def broken(contents: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("a bug")
+        return real_sign(contents)
+
+    publisher.signer.sign = broken  # type: ignore[method-assign]
+    events: list[dict[str, Any]] = []
+    observer: Any = events.append
+    globalLogPublisher.addObserver(observer)
+    try:
+        done = publisher.publish("", CONTENTS)
+        handshake(endpoint)
+        assert _failure(done).check(PublishError) and publisher.state == "failing"
+        assert any(e.get("log_failure") is not None for e in events)  # a traceback, once
+        (retry,) = clock.getDelayedCalls()  # the timer lives on
+        clock.advance(retry.getTime() - clock.seconds())
+        metals_of(handshake(endpoint))
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    assert publisher.state == "published"
