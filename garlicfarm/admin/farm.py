@@ -17,6 +17,7 @@ from twisted.internet.defer import Deferred
 from garlicfarm.admin.auth import Credential
 from garlicfarm.admin.config import AdminConfig
 from garlicfarm.admin.history import LEVELS, HealthHistory
+from garlicfarm.app.state import FarmState
 from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader
 from garlicfarm.wire import NO_LEADER, AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
 
@@ -146,6 +147,7 @@ class FarmHandle:
             "report_interval": interval,
             "members": members,
             "rejected_entries": state.rejected,
+            "alarms": _alarms(raft, state),
             "time": now,
         }
 
@@ -340,3 +342,10 @@ def _as_action_error(error: Exception, what: str = "commit") -> ActionError:
     if isinstance(error, NodeStopped):
         return ActionError(503, f"{what}: {error}")
     return ActionError(502, f"cannot {what}: {error}")
+
+
+def _alarms(raft: dict[str, Any], state: FarmState) -> list[str]:
+    """What the console shows as alarms: a second leader claimed a term, a member's log differs."""
+    conflict = raft.get("leader_conflict")
+    alarms = [f"two leaders claimed one term: {conflict}"] if conflict else []
+    return alarms + [divergence.describe() for _, divergence in sorted(state.divergent.items())]

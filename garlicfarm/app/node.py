@@ -7,9 +7,11 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
+from twisted.logger import Logger
 
 from garlicfarm.app.archive import TelemetryArchive
 from garlicfarm.app.config import AppConfig
+from garlicfarm.app.logcheck import Divergence
 from garlicfarm.app.publishing import MetaLSRole, StatusReporter
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig, read_secret
@@ -129,6 +131,29 @@ def _master(app: AppConfig, publisher: MetaLSPublisher) -> str:
     return b32
 
 
+class DivergenceAlarm:
+    """Logs a member's divergence when a report first shows it, then at most every ``every`` seconds
+    per member (forged reports in a member's name cannot flood the log)."""
+
+    log = Logger()
+
+    def __init__(self, clock: Callable[[], float], every: float = 60.0) -> None:
+        self.clock, self.every = clock, every
+        self._logged: dict[int, float] = {}
+
+    def __call__(self, divergence: Divergence) -> None:
+        now = self.clock()
+        last = self._logged.get(divergence.member)
+        if last is not None and now - last < self.every:
+            return
+        self._logged[divergence.member] = now
+        self.log.error(
+            "ALARM: {what}; one of them holds a corrupt or forged entry: wipe that member and let it"
+            " resync (docs/security.md)",
+            what=divergence.describe(),
+        )
+
+
 @attrs.define
 class NodeApp:
     config: AppConfig
@@ -168,7 +193,9 @@ class NodeApp:
             interval=app.interval,
             publish_config=app.publish_config,
             master=master,
+            log_mark=state.digest.mark,
         )
+        state.on_divergence.append(DivergenceAlarm(reactor.seconds))
         role = MetaLSRole(node.id, master, publisher, reporter)
         state.on_change.append(role.changed)
         driver.on_leader_change.append(lambda _leader: reporter.leader_changed())

@@ -20,7 +20,7 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from garlicfarm.app.schema import SCHEMA_VERSION
+from garlicfarm.app.schema import SCHEMA_VERSION, LogMark
 from garlicfarm.app.scoring import Lease
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.router.interface import LeafStatus, MetaLease, MetaLSPublisher, RouterAPI, RouterStatus
@@ -37,9 +37,10 @@ def status_record(
     publishing: bool = False,
     master: str | None = None,
     last_published_ms: int = 0,
+    log_mark: LogMark | None = None,
 ) -> dict[str, Any]:
     """A schema-v1 status record (docs/protocol.md, "Application layer")."""
-    return {
+    record = {
         "version": SCHEMA_VERSION,
         "cluster": cluster,
         "date": date_ms,
@@ -76,6 +77,9 @@ def status_record(
             for leaf in leaves
         ],
     }
+    if log_mark is not None:
+        record["log"] = {"index": log_mark.index, "digest": log_mark.digest}
+    return record
 
 
 #: the first retry of a failed status report, in seconds (doubling up to ``max_backoff``)
@@ -100,6 +104,7 @@ class StatusReporter:
         master: str | None = None,
         max_backoff: float = 15.0,
         rng: random.Random | None = None,
+        log_mark: Callable[[], LogMark | None] | None = None,
     ) -> None:
         self.reactor = reactor
         self.driver = driver
@@ -112,6 +117,8 @@ class StatusReporter:
         self.master = master
         self.publishing = False
         self.last_published_ms = 0
+        #: this member's digest of its applied log, for the cross-member consistency check
+        self.log_mark = log_mark or (lambda: None)
         #: failed reports are retried after 0.5 s, 1 s, 2 s ... (jittered), at most this long (and
         #: at most the interval): a fresh or restarted member must not wait minutes to be seen
         self.max_backoff = max_backoff
@@ -199,6 +206,7 @@ class StatusReporter:
             self.publishing,
             self.master,
             self.last_published_ms,
+            self.log_mark(),
         )
         data = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
         return await self.submit(data)

@@ -66,6 +66,14 @@ class MetaSection:
 
 
 @attrs.frozen
+class LogMark:
+    """The sender's digest of its committed log up to ``index`` (garlicfarm.app.logcheck)."""
+
+    index: int
+    digest: str  # 64 lowercase hex digits
+
+
+@attrs.frozen
 class StatusRecord:
     cluster: str
     date: int
@@ -75,6 +83,8 @@ class StatusRecord:
     router: RouterSection = RouterSection()
     destinations: tuple[Destination, ...] = ()
     config: dict[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+    #: optional: members that take part in the cross-member consistency check report it
+    log: LogMark | None = None
 
 
 @attrs.frozen
@@ -154,6 +164,7 @@ def parse_accepted(data: bytes, cluster: str) -> StatusRecord:
             for d in raw.get("destinations", ())
         ),
         config=raw.get("config", {}),
+        log=None if raw.get("log") is None else LogMark(raw["log"]["index"], raw["log"]["digest"]),
     )
 
 
@@ -341,7 +352,21 @@ def _status(raw: dict[str, Any], cluster: str) -> StatusRecord:
         ),
         destinations=tuple(_destination(d, f"destinations[{i}]") for i, d in enumerate(destinations)),
         config=config,
+        log=_log_mark(raw),
     )
+
+
+_DIGEST = re.compile("[0-9a-f]{64}")
+
+
+def _log_mark(raw: dict[str, Any]) -> LogMark | None:
+    if raw.get("log") is None:
+        return None
+    mark = _section(raw, "log")
+    digest = _str(mark, "log.digest", "digest")
+    if not _DIGEST.fullmatch(digest):
+        raise SchemaError("log.digest: must be 64 lowercase hex digits (a SHA-256)")
+    return LogMark(_int(mark, "log.index", "index"), digest)
 
 
 def _destination(raw: Any, path: str) -> Destination:
@@ -423,6 +448,8 @@ def record_to_json(record: StatusRecord) -> dict[str, Any]:
     """The canonical JSON object of a record (what the archive and snapshots store)."""
     out: dict[str, Any] = attrs.asdict(record, recurse=True)
     out["destinations"] = [dict(d, blocklist=list(d["blocklist"])) for d in out["destinations"]]
+    if out["log"] is None:
+        del out["log"]  # records of members that do not report one read as they always did
     return out
 
 
@@ -439,4 +466,5 @@ def record_from_json(raw: dict[str, Any]) -> StatusRecord:
             Destination(**dict(d, blocklist=tuple(d["blocklist"]))) for d in raw["destinations"]
         ),
         config=raw["config"],
+        log=None if raw.get("log") is None else LogMark(raw["log"]["index"], raw["log"]["digest"]),
     )

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from garlicfarm.app import scoring
+from garlicfarm.app.logcheck import Divergence, LogDigest
 from garlicfarm.app.schema import (
     AdminCommand,
     Entry,
@@ -67,11 +68,19 @@ class FarmState:
         self.on_record: list[Callable[[int, StatusRecord], None]] = []
         #: called with (publisher, leases) when either changes
         self.on_change: list[Callable[[int | None, tuple[scoring.Lease, ...]], None]] = []
+        #: the running digest of the applied log, and what members' reports of theirs showed: this
+        #: server's own view, kept out of snapshots (docs/security.md, "Divergent members")
+        self.digest = LogDigest()
+        self.divergent: dict[int, Divergence] = {}
+        self.log_checks = 0
+        #: called with each new or changed divergence
+        self.on_divergence: list[Callable[[Divergence], None]] = []
 
     # ------------------------------------------------------------------------------------------ apply
 
     def apply(self, index: int, entry: LogEntry) -> None:
         self.index = index
+        self.digest.add(index, entry)
         value = entry.value
         if isinstance(value, Configuration):
             self.members = value.ids()
@@ -129,6 +138,8 @@ class FarmState:
         return None
 
     def _status(self, index: int, record: StatusRecord) -> bool:
+        if record.log is not None:
+            self._check_log(record)
         previous = self.latest.get(record.id)
         # A repeat (or an older report) is applied once only, unless the one held is dated past the
         # farm's time: a wrong clock or a forgery must not lock the member's real reports out.
@@ -140,6 +151,19 @@ class FarmState:
         for callback in self.on_record:
             callback(index, record)
         return True
+
+    def _check_log(self, record: StatusRecord) -> None:
+        assert record.log is not None
+        if record.id not in self.members or self.digest.at(record.log.index) is None:
+            return  # no member's (what is kept stays bounded), too old, or no chain here: no verdict
+        self.log_checks += 1
+        divergence = self.digest.compare(record.id, record.log)
+        if divergence is None:
+            self.divergent.pop(record.id, None)
+        elif self.divergent.get(record.id) != divergence:
+            self.divergent[record.id] = divergence
+            for callback in self.on_divergence:
+                callback(divergence)
 
     def _admin(self, command: AdminCommand) -> None:
         if command.action == "exclude":
@@ -158,9 +182,13 @@ class FarmState:
     # ------------------------------------------------------------------------------------------ views
 
     def status(self) -> dict[str, Any]:
+        mark = self.digest.mark()
         return {
             "publisher": self.publisher,
             "meta_ls": [{"destination": lease.destination, "weight": lease.weight} for lease in self.leases],
+            "log_digest": None if mark is None else {"index": mark.index, "digest": mark.digest},
+            "log_checks": self.log_checks,
+            "log_divergence": [self.divergent[k].describe() for k in sorted(self.divergent)],
         }
 
     # ------------------------------------------------------------------------------------------ snapshots
@@ -178,6 +206,8 @@ class FarmState:
             "rejected": self.rejected,
             "duplicates": self.duplicates,
             "rejects": [[r.index, r.reason] for r in self.rejects],
+            # the log's digest at ``index``: a member restored from this snapshot continues the chain
+            "digest": None if self.digest.value is None else self.digest.value.hex(),
         }
         return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -204,5 +234,11 @@ class FarmState:
         self.rejected = state["rejected"]
         self.duplicates = state["duplicates"]
         self.rejects = deque((Rejection(i, why) for i, why in state["rejects"]), maxlen=MAX_REJECTS_KEPT)
+        digest = state.get("digest")  # snapshots made before the check have none: the chain is unknown
+        chain = None if digest is None else bytes.fromhex(digest)
+        if chain is not None and len(chain) != 32:
+            raise ValueError("digest: not a SHA-256")
+        self.digest.reset(self.index, chain)
+        self.divergent.clear()
         for callback in self.on_change:
             callback(self.publisher, self.leases)

@@ -181,6 +181,13 @@ function drawSignedMetaLS(m) {
   }
 }
 
+// What this node has seen go wrong in the farm: two leaders of one term, members whose logs differ.
+function drawAlarms(alarms) {
+  const list = $("alarms");
+  list.replaceChildren(...(alarms || []).map((text) => el("li", {}, `ALARM: ${text}`)));
+  list.hidden = !list.childElementCount;
+}
+
 function name(id) { return id === null || id === undefined ? "none" : `server ${id}`; }
 
 async function refresh() {
@@ -196,6 +203,7 @@ async function refresh() {
     $("commit").textContent = view.node.commit_index;
     drawMembers(view, history);
     drawMetaLS(view);
+    drawAlarms(view.alarms);
     $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {
     $("updated").textContent = `update failed: ${e.message}`;
