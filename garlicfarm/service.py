@@ -41,6 +41,7 @@ from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.writers import InlineWriter, ThreadWriter, Writer
+from garlicfarm.storage.datadir import prepare_data_dir
 from garlicfarm.storage.snapshots import FileSnapshotStore, recover
 from garlicfarm.storage.sqlite import SQLiteLogStore
 from garlicfarm.wire import (
@@ -93,7 +94,7 @@ class GarlicFarmService(MultiService):
         self._password = password
         self.app_config = app_config(config)
         self.state = FarmState(config.cluster)
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        prepare_data_dir(config.data_dir)  # a read-only one: one line naming it, not SQLite's I/O error
         self.store = SQLiteLogStore(config.data_dir / "log.db", fsync=config.fsync)
         if not config.fsync:
             self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
