@@ -84,6 +84,8 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         flags = "  REMOVED" if status.get("removed") else ""
         if status.get("stopped_by"):
             flags += f"  STOPPED: {status['stopped_by']}"
+        if status.get("clock_warning"):
+            flags += f"  CLOCK: {status['clock_skew_s']:+.0f} s off the farm's time"
         stdout.write(
             f"node {status['id']}: {status['role']:<13} term {status['term']:<4} {leader:<10}  "
             f"commit {status['commit_index']}  members [{members}]{flags}\n"

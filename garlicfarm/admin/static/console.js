@@ -204,6 +204,8 @@ async function refresh() {
     $("term").textContent = view.term;
     $("self").textContent = `${view.node.id} (${view.node.role})`;
     $("commit").textContent = view.node.commit_index;
+    $("clock-warning").textContent = view.node.clock_warning || "";
+    $("clock-warning").hidden = !view.node.clock_warning;
     drawMembers(view, history);
     drawMetaLS(view);
     $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
