@@ -299,19 +299,21 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     pre_vote = raft.get("pre_vote", "auto")
     if pre_vote not in _PRE_VOTE_MODES:
         raise ConfigError(f'{path}: [raft] pre_vote must be "auto", "on" or "off", not {pre_vote!r}')
+    # read (each with its own message naming the file) before RaftOptions checks how they fit together
+    election_ticks = reader.integer(raft, "raft", "election_ticks", 2, 10_000, default=profile.election_ticks)
+    heartbeat_ticks = reader.integer(
+        raft, "raft", "heartbeat_ticks", 1, 10_000, default=profile.heartbeat_ticks
+    )
+    max_entries_per_append = reader.integer(
+        raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append
+    )
     try:
         options = RaftOptions(
             pre_vote=pre_vote != "off",
             negotiated_pre_vote=pre_vote == "auto",
-            election_ticks=reader.integer(
-                raft, "raft", "election_ticks", 2, 10_000, default=profile.election_ticks
-            ),
-            heartbeat_ticks=reader.integer(
-                raft, "raft", "heartbeat_ticks", 1, 10_000, default=profile.heartbeat_ticks
-            ),
-            max_entries_per_append=reader.integer(
-                raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append
-            ),
+            election_ticks=election_ticks,
+            heartbeat_ticks=heartbeat_ticks,
+            max_entries_per_append=max_entries_per_append,
             max_backoff_ticks=-(-BACKOFF_BOUND_MS // tick_ms),
         )
     except ValueError as e:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from twisted.application.internet import StreamServerEndpointService
@@ -21,6 +22,7 @@ from twisted.python.failure import Failure
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import AdminService
 from garlicfarm.app.config import app_config
+from garlicfarm.app.liveness import Liveness, skew_threshold
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig
@@ -41,6 +43,7 @@ from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import RaftDriver
 from garlicfarm.raft.writers import InlineWriter, ThreadWriter, Writer
+from garlicfarm.storage.datadir import prepare_data_dir
 from garlicfarm.storage.snapshots import FileSnapshotStore, recover
 from garlicfarm.storage.sqlite import SQLiteLogStore
 from garlicfarm.wire import (
@@ -70,6 +73,7 @@ class GarlicFarmService(MultiService):
         reactor: Any = None,
         limits: ConnectionLimits | None = None,
         exit_on_failure: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         #: stop the reactor when the node fails (a process of its own: `garlicfarm run`, twistd);
@@ -93,7 +97,11 @@ class GarlicFarmService(MultiService):
         self._password = password
         self.app_config = app_config(config)
         self.state = FarmState(config.cluster)
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        #: a clock that never jumps, for how long ago members reported (tests pass their Clock's)
+        self.monotonic = monotonic
+        self.liveness = Liveness(config.id)
+        self.state.on_record.append(self._heard)
+        prepare_data_dir(config.data_dir)  # a read-only one: one line naming it, not SQLite's I/O error
         self.store = SQLiteLogStore(config.data_dir / "log.db", fsync=config.fsync)
         if not config.fsync:
             self.log.warn("[storage] fsync = false: a crash may lose acknowledged entries (benchmarks only)")
@@ -109,6 +117,7 @@ class GarlicFarmService(MultiService):
                 where = f"{config.data_dir}: the snapshot at index {stored.snapshot.last_index}"
                 raise ConfigError(f"{where}: {problem}")
             self.state.restore(data)
+            self.liveness.observe(self.state.now, self.monotonic())
         bootstrap = self._bootstrap()
         rng = random.Random(os.urandom(16))  # noqa: S311 - election timeouts need spread, not secrecy
         core = RaftCore(config.id, stored, rng, bootstrap, config.raft, data)
@@ -267,6 +276,21 @@ class GarlicFarmService(MultiService):
             headers.insert(0, (LEADER_HEADER, str(core.leader_id)))
         return headers
 
+    def _heard(self, index: int, record: Any) -> None:
+        self.liveness.heard(record.id, record.date, self.state.now, self.monotonic())
+
+    def clock_skew(self) -> tuple[float | None, str | None]:
+        """This node's clock minus the farm's time (s; None: not known yet), and a warning when it is
+        off by more than the threshold."""
+        skew = self.liveness.clock_skew_s()
+        if skew is None or abs(skew) <= skew_threshold(self.app_config.interval):
+            return skew, None
+        way = "ahead of" if skew > 0 else "behind"
+        return skew, (
+            f"this node's clock is {_duration(abs(skew))} {way} the farm's time: its status reports are "
+            "misdated (fix its clock: NTP)"
+        )
+
     def status(self) -> dict[str, Any]:
         status = self.driver.status()
         status["cluster"] = self.config.cluster
@@ -274,6 +298,7 @@ class GarlicFarmService(MultiService):
         status["admin_url"] = self.admin.url if self.admin is not None else None
         status["connected"] = {str(k): v for k, v in sorted(self.peers.connected().items())}
         status.update(self.state.status())
+        status["clock_skew_s"], status["clock_warning"] = self.clock_skew()
         status["app"] = {
             "applied_index": self.state.index,
             "reports_committed": self.app.reporter.submitted,
@@ -337,3 +362,9 @@ class GarlicFarmService(MultiService):
         self.writer.stop()  # the writes already given end first
         self.store.close()
         return result
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectError
 from twisted.web.client import Agent, BrowserLikePolicyForHTTPS, FileBodyProducer, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IPolicyForHTTPS, IResponse
@@ -20,6 +21,7 @@ from garlicfarm.config import TLSConfig
 from garlicfarm.handshake.authheader import parse_challenges
 from garlicfarm.handshake.digest import Challenge, DigestCredentials
 from garlicfarm.handshake.errors import AuthHeaderSyntaxError
+from garlicfarm.net.client import plain_reason
 
 
 class AdminClientError(Exception):
@@ -95,8 +97,10 @@ class AdminClient:
             try:
                 response = await d
                 data = await readBody(response)
+            except ConnectError as e:  # worded as the peer-protocol client words it (plain_reason)
+                raise AdminClientError(f"cannot connect to {self.url}: {plain_reason(e)}") from None
             except Exception as e:
-                raise AdminClientError(f"{self.url}{path}: {e}") from None
+                raise AdminClientError(f"{self.url}{path}: {plain_reason(e)}") from None
             if response.code == 401:
                 sent = headers.hasHeader("Authorization")
                 if not self._take_challenge(response) and sent:

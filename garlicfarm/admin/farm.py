@@ -17,6 +17,7 @@ from twisted.internet.defer import Deferred
 from garlicfarm.admin.auth import Credential
 from garlicfarm.admin.config import AdminConfig
 from garlicfarm.admin.history import LEVELS, HealthHistory
+from garlicfarm.app import scoring
 from garlicfarm.app.state import FarmState
 from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader
 from garlicfarm.wire import NO_LEADER, AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
@@ -66,7 +67,8 @@ class FarmHandle:
         }
 
     def overview(self, now: float) -> dict[str, Any]:
-        """Everything the page shows, from this node's point of view (``now``: seconds)."""
+        """Everything the page shows, from this node's point of view (``now``: its wall clock, seconds,
+        for the page's time axis only: members' ages are judged on the farm's time)."""
         node = self.node
         raft = node.driver.status()
         core = node.driver.core
@@ -74,6 +76,10 @@ class FarmHandle:
         leading = core.is_leader()
         connected = node.peers.connected()
         interval = node.app_config.interval
+        # ages on the farm's time and this node's monotonic clock, never its wall clock (app.liveness)
+        local = node.monotonic()
+        node.liveness.observe(state.now, local)
+        skew, clock_warning = node.clock_skew()
         members = []
         for server in core.config.servers:
             record = state.latest.get(server.id)
@@ -83,7 +89,7 @@ class FarmHandle:
             else:
                 match = progress["match"] if progress else None
             lag = max(0, raft["commit_index"] - match) if leading and match is not None else None
-            age = None if record is None else max(0.0, now - record.date / 1000)
+            age = node.liveness.age_s(server.id, None if record is None else record.date, local)
             member: dict[str, Any] = {
                 "id": server.id,
                 "endpoint": server.endpoint,
@@ -95,6 +101,8 @@ class FarmHandle:
                 "lag": lag,
                 "last_status": None if record is None else record.date,
                 "last_status_age": age,
+                # dated too far past the farm's time to be believed (that member's clock is ahead)
+                "ahead": record is not None and scoring.ahead(record, state.now),
                 "publisher": server.id == state.publisher,
                 "router": None,
                 "destinations": [],
@@ -135,6 +143,8 @@ class FarmHandle:
                 "applied_index": raft["applied_index"],
                 "removed": raft["removed"],
                 "admin_url": self.admin_url,
+                "clock_skew_s": skew,
+                "clock_warning": clock_warning,
             },
             "term": raft["term"],
             "leader": core.leader_id,
@@ -321,7 +331,7 @@ def _health(member: dict[str, Any], interval: float) -> str:
     age = member["last_status_age"]
     if age is None or age > 2 * STALE_INTERVALS * interval:
         return "down"
-    if age > STALE_INTERVALS * interval:
+    if age > STALE_INTERVALS * interval or member["ahead"]:
         return "stale"
     router = member["router"] or {}
     lagging = (member["lag"] or 0) > LAG_ENTRIES or router.get("jobLag", 0) > JOB_LAG_MS

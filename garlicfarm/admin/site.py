@@ -35,7 +35,7 @@ from twisted.web.resource import Resource
 from garlicfarm.admin.auth import DigestGuard, Refused, User
 from garlicfarm.admin.connections import LimitedSite, request_done, request_received
 from garlicfarm.admin.farm import ActionError, FarmHandle
-from garlicfarm.admin.guard import CSRF_HEADER, CsrfTokens, origin_refusal
+from garlicfarm.admin.guard import CSRF_HEADER, CSRF_WINDOW, CsrfTokens, origin_refusal
 from garlicfarm.admin.validate import ACTIONS, MAX_BODY, BadInput, obj, parse_json
 from garlicfarm.handshake.nonces import NonceRegistry
 from garlicfarm.net.budget import RateLimitedLog
@@ -107,6 +107,7 @@ class AdminSite:
         *,
         max_connections: int = 64,
         request_deadline: float = 30.0,
+        csrf_window: float = CSRF_WINDOW,
     ) -> None:
         self.reactor = reactor
         self.origins = origins
@@ -114,7 +115,7 @@ class AdminSite:
         self.request_deadline = request_deadline
         self.farms: dict[str, FarmHandle] = {}
         self.guard = DigestGuard(NonceRegistry(random_bytes))
-        self.csrf = CsrfTokens(random_bytes(32))
+        self.csrf = CsrfTokens(random_bytes(32), reactor.seconds, csrf_window)
         self.resource = AdminResource(self)
         #: rate-limited lines for what anyone who reaches the port can cause in bulk
         self.events = RateLimitedLog(reactor, AdminResource.log)
@@ -218,6 +219,8 @@ class AdminResource(Resource):
                     "user": user.name,
                     "csrf": self.site.csrf.token_for(user.name),
                     "csrf_header": CSRF_HEADER,
+                    # the page fetches a fresh token this often (a token lives one to two windows)
+                    "csrf_refresh_s": self.site.csrf.window / 2,
                     "farms": [f.summary() for f in self._farms(user)],
                 },
             )
@@ -278,7 +281,10 @@ class AdminResource(Resource):
         content_type = (request.getHeader("content-type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
             return "actions need Content-Type: application/json"
-        if not self.site.csrf.valid(user.name, request.getHeader(CSRF_HEADER)):
+        verdict = self.site.csrf.check(user.name, request.getHeader(CSRF_HEADER))
+        if verdict == "expired":
+            return f"the {CSRF_HEADER} has expired: reload the page (or GET /api/session for a fresh one)"
+        if verdict != "valid":
             return f"missing or wrong {CSRF_HEADER} (GET /api/session gives it)"
         return origin_refusal(
             request.getHeader("origin"),

@@ -18,6 +18,7 @@ from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
 from garlicfarm.net.client import ClientError, FarmClient
+from garlicfarm.net.endpoints import EndpointRefused, parse_network_endpoint
 from garlicfarm.storage import StorageError
 from garlicfarm.wire import (
     AddServerRequest,
@@ -63,6 +64,8 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     reactor.run()
     if box and isinstance(box[0], Failure):
         error = box[0].value
+        if isinstance(error, AlreadyMember):
+            raise error
         if isinstance(error, ClientError | ConfigError | FarmCommandError | AdminClientError):
             raise FarmCommandError(str(error))
         box[0].raiseException()
@@ -84,6 +87,8 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         flags = "  REMOVED" if status.get("removed") else ""
         if status.get("stopped_by"):
             flags += f"  STOPPED: {status['stopped_by']}"
+        if status.get("clock_warning"):
+            flags += f"  CLOCK: {status['clock_skew_s']:+.0f} s off the farm's time"
         stdout.write(
             f"node {status['id']}: {status['role']:<13} term {status['term']:<4} {leader:<10}  "
             f"commit {status['commit_index']}  members [{members}]{flags}\n"
@@ -105,7 +110,7 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 
     async def job(reactor: Any) -> int:
         client.reactor = reactor
-        response = await client.request_leader(request, "submit")
+        response = await client.request_leader(request, "")  # main() names the command
         return response.next_index - 1
 
     index = _run_reactor(job)
@@ -116,17 +121,56 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         stdout.write(f"{index} appended, not known to be committed (the leader answers on append)\n")
 
 
+class AlreadyMember(Exception):
+    """add-server of a server that is a member at that endpoint already: nothing to do (exit 0)."""
+
+
+def _not_yet_member(members: list[dict[str, Any]], server: int, endpoint: str) -> None:
+    """Raise unless ``server`` is new: :class:`AlreadyMember` at the same endpoint (exit 0), a
+    :class:`FarmCommandError` at another (exit 1)."""
+    current = {int(m["id"]): m.get("endpoint") for m in members}
+    if server not in current:
+        return
+    if current[server] == endpoint:
+        raise AlreadyMember(f"server {server} is already a member (at {endpoint}): nothing to do")
+    raise FarmCommandError(
+        f"add server {server}: it is already a member, at {current[server]}, not {endpoint} "
+        "(remove-server it first to move it)"
+    )
+
+
 def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     config = _config(args)
+    try:
+        parse_network_endpoint(args.endpoint)  # what the leader accepts: refuse a typo here, plainly
+    except EndpointRefused as e:
+        raise FarmCommandError(f"add server {args.id}: {e}") from None
     console = None if args.raft else _console(config, args.timeout)
-    if console is not None:
-        body = {"id": args.id, "endpoint": args.endpoint}
-        answer = _ask_console(console, _action_path(config, "add-member"), body)
-        stdout.write(f"server {args.id} added (by the leader, server {answer['result']['by_leader']})\n")
-        return
+    try:
+        if console is not None:
+            answer = _add_by_console(config, console, args.id, args.endpoint)
+            stdout.write(f"server {args.id} added (by the leader, server {answer['result']['by_leader']})\n")
+        else:
+            _add_by_raft(config, args)
+            stdout.write(f"server {args.id} added\n")
+    except AlreadyMember as e:
+        stdout.write(f"{e}\n")
+
+
+def _add_by_console(config: NodeConfig, console: AdminClient, server: int, endpoint: str) -> Any:
+    async def job(reactor: Any) -> Any:
+        console.reactor = reactor
+        overview = await console.get(_action_path(config, "").rstrip("/"))
+        _not_yet_member(overview["members"], server, endpoint)
+        return await console.post(_action_path(config, "add-member"), {"id": server, "endpoint": endpoint})
+
+    return _run_reactor(job)
+
+
+def _add_by_raft(config: NodeConfig, args: argparse.Namespace) -> None:
     request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
     try:
-        _membership(config, request, f"add server {args.id}", args.timeout)
+        _membership(config, request, f"add server {args.id}", args.timeout, new=(args.id, args.endpoint))
     except FarmCommandError as e:
         if "refused by the leader" in str(e):
             raise FarmCommandError(
@@ -135,7 +179,6 @@ def run_add_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> N
                 "(the leader's log says which)"
             ) from None
         raise
-    stdout.write(f"server {args.id} added\n")
 
 
 def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -216,13 +259,21 @@ def _read(path: str) -> str:
 
 
 def _membership(
-    config: NodeConfig, request: Any, what: str, timeout: float, member: int | None = None
+    config: NodeConfig,
+    request: Any,
+    what: str,
+    timeout: float,
+    member: int | None = None,
+    new: tuple[int, str] | None = None,
 ) -> None:
-    """Ask the leader for a membership change; ``member``: a server that must be a member now."""
+    """Ask the leader for a membership change; ``member``: a server that must be a member now;
+    ``new``: a server (id, endpoint) that must not be (see :func:`_not_yet_member`)."""
     client = FarmClient(None, config, timeout=timeout)
 
     async def job(reactor: Any) -> None:
         client.reactor = reactor
+        if new is not None:
+            _not_yet_member((await client.status())["members"], *new)
         if member is not None:
             members = {int(m["id"]) for m in (await client.status())["members"]}
             if member not in members:

@@ -161,6 +161,7 @@ class FarmClient:
 
     async def request_leader(self, request: Request, what: str) -> Response:
         """Send ``request`` to the leader, following redirects; waits for a leader for ``timeout``.
+        Errors start with ``what: `` (nothing when ``what`` is empty).
         A node that cannot be reached is skipped for the next one the client knows of."""
         # the node that took the last request: usually still the leader, which spares a redirect
         target = self._last_leader or self.config.endpoint
@@ -203,7 +204,7 @@ class FarmClient:
                     target = named
                     continue
                 if leader == response.source:
-                    raise ClientError(f"{what}: refused by the leader (server {leader})")
+                    raise ClientError(f"{_prefix(what)}refused by the leader (server {leader})")
             tried.add(target)
             if waited >= self.timeout:
                 raise ClientError(self._no_leader(what, waited, unreachable))
@@ -214,7 +215,7 @@ class FarmClient:
 
     def _no_leader(self, what: str, waited: float, unreachable: dict[str, str]) -> str:
         known = len(set(self.endpoints.values()) | {self.config.endpoint})
-        message = f"{what}: no leader after {waited:.0f}s"
+        message = f"{_prefix(what)}no leader after {waited:.0f}s"
         if unreachable:
             message += f"; {len(unreachable)} of {known} servers unreachable"
             if len(unreachable) * 2 >= known:
@@ -228,6 +229,11 @@ class FarmClient:
                 return endpoint
         tried.clear()
         return self.config.endpoint
+
+
+def _prefix(what: str) -> str:
+    """``what: `` before a message; nothing for an empty ``what`` (the caller names it already)."""
+    return f"{what}: " if what else ""
 
 
 def plain_reason(error: BaseException) -> str:

@@ -39,8 +39,18 @@ class Address:
         return f"{self.host}:{self.port}"
 
 
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}\Z")
+
+
+def scheme_hint(uri: str) -> str:
+    """``; did you mean tcp://host:port?`` for a scheme-less ``host:port``, else nothing."""
+    return f"; did you mean tcp://{uri}?" if _HOST_PORT.match(uri) else ""
+
+
 def parse_endpoint(uri: str) -> Address:
     if "://" not in uri:
+        if _HOST_PORT.match(uri):
+            raise ConfigError(f"endpoint {uri!r}: no scheme{scheme_hint(uri)}")
         # A Twisted endpoint string: name its target as best we can for the Host header.
         fields = dict(part.split("=", 1) for part in uri.split(":")[1:] if "=" in part)
         return Address(uri.split(":", 1)[0], fields.get("host", "peer"), int(fields.get("port", "0") or 0))
@@ -83,7 +93,7 @@ def parse_network_endpoint(uri: str) -> Address:
         parts = urlsplit(uri)
         port = parts.port
     except ValueError:
-        raise EndpointRefused(f"endpoint {shown}: expected {_FORMS}") from None
+        raise EndpointRefused(f"endpoint {shown}: expected {_FORMS}{scheme_hint(uri)}") from None
     host = parts.hostname or ""
     if (
         parts.scheme not in ("tcp", "i2p", "tor")
@@ -94,7 +104,7 @@ def parse_network_endpoint(uri: str) -> Address:
         or parts.fragment
         or port == 0
     ):
-        raise EndpointRefused(f"endpoint {shown}: expected {_FORMS}")
+        raise EndpointRefused(f"endpoint {shown}: expected {_FORMS}{scheme_hint(uri)}")
     if parts.scheme == "tcp":
         if port is None or not (_HOSTNAME.match(host) or _is_ip(host)):
             raise EndpointRefused(f"endpoint {shown}: tcp:// needs a host name or IP address and a port")
@@ -143,5 +153,10 @@ def client_endpoint(
         uri = f"i2p:host={address.host}{port}"
     elif address.scheme == "tor":
         uri = f"tor:host={address.host}:port={address.port}"
-    parsed: IStreamClientEndpoint = clientFromString(reactor, uri)
+    try:
+        parsed: IStreamClientEndpoint = clientFromString(reactor, uri)
+    except (ValueError, TypeError) as e:  # an unknown or malformed Twisted endpoint string
+        raise ConfigError(
+            f"endpoint {uri!r}: {e} (expected tcp://host:port, i2p://dest.b32.i2p or a Twisted endpoint)"
+        ) from None
     return parsed

@@ -1,7 +1,9 @@
 """Durable Raft state: the log-store seam and its SQLite and in-memory implementations."""
 
+from garlicfarm.storage.datadir import prepare_data_dir
 from garlicfarm.storage.interface import (
     CorruptLog,
+    DataDirNotWritable,
     HardState,
     LogStore,
     SnapshotMeta,
@@ -13,6 +15,7 @@ from garlicfarm.storage.sqlite import SQLiteLogStore
 
 __all__ = [
     "CorruptLog",
+    "DataDirNotWritable",
     "HardState",
     "LogStore",
     "MemoryLogStore",
@@ -20,4 +23,5 @@ __all__ = [
     "SnapshotMeta",
     "StorageError",
     "StoredState",
+    "prepare_data_dir",
 ]

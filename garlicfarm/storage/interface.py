@@ -49,6 +49,16 @@ class StorageError(Exception):
     """The store cannot be used: a corrupt or foreign file, a full disk, a failed write."""
 
 
+class DataDirNotWritable(StorageError):
+    """The data directory (or the store in it) cannot be written: a read-only mount or permissions.
+    One line: ``<directory>: the data directory is not writable (...): <detail>``."""
+
+    def __init__(self, directory: str, detail: str) -> None:
+        why = "read-only file system or permissions"
+        super().__init__(f"{directory}: the data directory is not writable ({why}): {detail}")
+        self.directory = directory
+
+
 #: what to do about a corrupt store, the end of every :class:`CorruptLog` message. The node must not
 #: come back with an empty store on its own: it would forget its term and vote (Raft's safety needs
 #: both), so the farm removes it and adds it back, as a new member the leader sends the log to.

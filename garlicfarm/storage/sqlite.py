@@ -32,7 +32,15 @@ from typing import Any
 from twisted.logger import Logger
 
 from garlicfarm.storage._rules import MAX_INDEX, check_hard_state, check_save, check_snapshot, clamp_commit
-from garlicfarm.storage.interface import CorruptLog, HardState, SnapshotMeta, StorageError, StoredState
+from garlicfarm.storage.datadir import UNWRITABLE_ERRNOS
+from garlicfarm.storage.interface import (
+    CorruptLog,
+    DataDirNotWritable,
+    HardState,
+    SnapshotMeta,
+    StorageError,
+    StoredState,
+)
 from garlicfarm.wire.codec import decode_value, encode_value
 from garlicfarm.wire.payloads import Configuration, LogEntry
 from garlicfarm.wire.types import ValueType
@@ -181,6 +189,8 @@ class SQLiteLogStore:
         except sqlite3.Error as e:
             raise self._error("create", e) from e
         except OSError as e:
+            if e.errno in UNWRITABLE_ERRNOS:
+                raise DataDirNotWritable(self._directory, f"cannot create {self.path}: {e.strerror}") from e
             raise StorageError(f"cannot create {self.path}: {e}") from e
 
     def _prepare(self, conn: sqlite3.Connection) -> tuple[SnapshotMeta | None, int]:
@@ -366,7 +376,16 @@ class SQLiteLogStore:
             return StorageError(f"{self.path} is corrupt: {e}")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             return StorageError(f"{self.path} is locked (another node using it?): {e}")
+        # SQLite's words for a file it may not write (a read-only mount shows as failing to lock)
+        if name.startswith("SQLITE_READONLY") or name == "SQLITE_IOERR_LOCK" or "readonly database" in str(e):
+            return DataDirNotWritable(
+                self._directory, f"{self.path}: {action} failed: {e} ({name or 'readonly'})"
+            )
         return StorageError(f"{self.path}: {action} failed: {e} ({name or type(e).__name__})")
+
+    @property
+    def _directory(self) -> str:
+        return os.path.dirname(os.path.abspath(self.path))
 
     # ----------------------------------------------------------------------------------------- access
 

@@ -54,7 +54,7 @@ def make_node(
     }
     if admin_port is not None:
         raw["admin"] = {"listen": port + 100 if admin_port is True else admin_port}
-    node = GarlicFarmService(parse_config(raw, base / "node-1.toml"), clock)
+    node = GarlicFarmService(parse_config(raw, base / "node-1.toml"), clock, monotonic=clock.seconds)
     node.startService()
     for _ in range(100):
         clock.advance(0.05)

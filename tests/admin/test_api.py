@@ -12,6 +12,7 @@ import pytest
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs, formatEvent
 
+from garlicfarm.admin.guard import CsrfTokens
 from garlicfarm.admin.site import AdminSite
 from garlicfarm.admin.validate import MAX_BODY
 from garlicfarm.handshake.digest import Algorithm
@@ -194,6 +195,60 @@ def test_csrf_token_is_bound_to_the_user(site: AdminSite, node: GarlicFarmServic
     browser = Browser(site)
     browser.csrf = token
     assert browser.post("/api/farms/farm/exclude", {"destination": "farm-leaf-1"}).status == 403
+
+
+def test_csrf_tokens_rotate_with_the_site_clock(site: AdminSite, clock: MemoryReactorClock) -> None:
+    browser = Browser(site)
+    first = browser.session()
+    assert first["csrf_refresh_s"] == site.csrf.window / 2
+    clock.advance(site.csrf.window)
+    second = browser.session()
+    assert second["csrf"] != first["csrf"]  # a page that reloads gets a fresh token
+
+
+def test_csrf_token_outlives_one_window_then_expires_with_a_clear_403(
+    site: AdminSite, node: GarlicFarmService, clock: MemoryReactorClock
+) -> None:
+    browser = Browser(site)
+    browser.session()
+    clock.advance(site.csrf.window)  # the next window: still good
+    assert browser.post("/api/farms/farm/exclude", {"destination": "farm-leaf-1"}).status == 200
+    clock.advance(site.csrf.window)  # two windows on: over
+    response = browser.post("/api/farms/farm/exclude", {"destination": "farm-leaf-2"})
+    assert response.status == 403
+    error = response.json()["error"]
+    assert "expired" in error and "reload the page" in error
+    assert "farm-leaf-2" not in node.state.excluded
+    browser.session()  # what the page does on that answer
+    assert browser.post("/api/farms/farm/exclude", {"destination": "farm-leaf-2"}).status == 200
+
+
+def test_csrf_tokens_from_another_process_or_the_future_are_wrong() -> None:
+    now = [10_000.0]
+    tokens = CsrfTokens(b"k" * 32, lambda: now[0], window=100.0)
+    other = CsrfTokens(b"x" * 32, lambda: now[0], window=100.0)
+    token = tokens.token_for("farm")
+    assert tokens.check("farm", token) == "valid"
+    assert tokens.check("farm", other.token_for("farm")) == "wrong"
+    assert tokens.check("someone-else", token) == "wrong"
+    for bad in (
+        None,
+        "",
+        "x",
+        "100",
+        ".abc",
+        "-1." + token.split(".")[1],
+        "\uff11\uff10\uff10." + token.split(".")[1],
+    ):
+        assert tokens.check("farm", bad) == "wrong"
+    now[0] += 1000.0
+    future = tokens.token_for("farm")
+    now[0] -= 1000.0
+    assert tokens.check("farm", future) == "wrong"
+    now[0] += 199.0
+    assert tokens.check("farm", token) == "valid"
+    now[0] += 1.0
+    assert tokens.check("farm", token) == "expired"
 
 
 def test_actions_refuse_a_foreign_origin(site: AdminSite, node: GarlicFarmService) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from garlicfarm.storage.interface import CorruptLog, HardState, SnapshotMeta, StorageError
+from garlicfarm.storage.interface import CorruptLog, DataDirNotWritable, HardState, SnapshotMeta, StorageError
 from garlicfarm.storage.sqlite import (
     APPLICATION_ID,
     FORMAT_VERSION,
@@ -251,3 +253,51 @@ def test_fsync_off_is_an_explicit_choice(path: Path) -> None:
         conn = store._conn
         assert conn is not None
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
+
+
+NOT_WRITABLE = "the data directory is not writable \\(read-only file system or permissions\\)"
+
+
+def test_a_store_sqlite_may_not_write_says_the_data_directory_is_not_writable(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filled(path, count=3)
+    connect = sqlite3.connect
+
+    def read_only(target: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = connect(f"file:{target}?mode=ro", *args, uri=True, **kwargs)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)  # what a read-only mount gives SQLite
+    error = refused(path, f"^{path.parent}: {NOT_WRITABLE}: {path}: open failed: .*SQLITE_IOERR_LOCK")
+    assert isinstance(error, DataDirNotWritable)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("SQLITE_READONLY", "attempt to write a readonly database"),
+        ("SQLITE_READONLY_DIRECTORY", "attempt to write a readonly database"),
+        ("SQLITE_IOERR_LOCK", "disk I/O error"),
+        ("", "attempt to write a readonly database"),
+    ],
+)
+def test_sqlite_read_only_errors_name_the_data_directory(path: Path, name: str, message: str) -> None:
+    with SQLiteLogStore(path) as store:
+        error = sqlite3.OperationalError(message)
+        if name:
+            error.sqlite_errorname = name
+        got = store._error("save", error)
+    assert isinstance(got, DataDirNotWritable)
+    assert str(got).startswith(f"{path.parent}: the data directory is not writable (")
+    assert message in str(got)
+
+
+def test_a_read_only_directory_refuses_creating_the_store(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_only(*args: object, **kwargs: object) -> sqlite3.Connection:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path) + ".new")
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+    refused(path, f"^{path.parent}: {NOT_WRITABLE}: cannot create {path}: Read-only file system")

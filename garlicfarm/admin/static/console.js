@@ -5,6 +5,7 @@ const REFRESH_MS = 3000;
 const HOUR = 3600;
 const COLOURS = { ok: "#2e9d4f", lagging: "#d9a400", stale: "#e06c00", down: "#c62828" };
 let session = null;
+let sessionLoaded = 0; // Date.now() when the session (and its CSRF token) was fetched
 let cluster = null;
 let levels = ["ok", "lagging", "stale", "down"];
 let timer = null;
@@ -48,15 +49,23 @@ function say(text, isError) {
   box.hidden = false;
 }
 
+// A CSRF token lives one to two of the server's windows: fetch a fresh one well before it expires.
+async function freshSession() {
+  const every = 1000 * ((session && session.csrf_refresh_s) || 1800);
+  if (!session || Date.now() - sessionLoaded >= every) await loadSession();
+}
+
 async function act(action, body, question) {
   if (question && !window.confirm(question)) return null;
   try {
+    await freshSession();
     const answer = await api(`/api/farms/${encodeURIComponent(cluster)}/${action}`, body);
     say(`${action}: done — ${JSON.stringify(answer.result)}`, false);
     await refresh();
     return answer;
   } catch (e) {
-    if (e.status === 403 && /CSRF/.test(e.message)) await loadSession(); // the node restarted
+    // the node restarted or the token expired: fetch a fresh one for the next try
+    if (e.status === 403 && /CSRF/.test(e.message)) await loadSession().catch(() => {});
     say(`${action}: ${e.message}`, true);
     return null;
   }
@@ -193,6 +202,7 @@ function name(id) { return id === null || id === undefined ? "none" : `server ${
 async function refresh() {
   if (!cluster) return;
   try {
+    await freshSession();
     const base = `/api/farms/${encodeURIComponent(cluster)}`;
     const [view, history] = await Promise.all([api(base), api(`${base}/history`)]);
     levels = history.levels || levels;
@@ -201,6 +211,8 @@ async function refresh() {
     $("term").textContent = view.term;
     $("self").textContent = `${view.node.id} (${view.node.role})`;
     $("commit").textContent = view.node.commit_index;
+    $("clock-warning").textContent = view.node.clock_warning || "";
+    $("clock-warning").hidden = !view.node.clock_warning;
     drawMembers(view, history);
     drawMetaLS(view);
     drawAlarms(view.alarms);
@@ -212,6 +224,7 @@ async function refresh() {
 
 async function loadSession() {
   session = await api("/api/session");
+  sessionLoaded = Date.now();
   $("whoami").textContent = `signed in as ${session.user}`;
   const select = $("farm");
   select.replaceChildren(...session.farms.map((f) =>
