@@ -13,6 +13,7 @@ import base64
 import binascii
 import hmac
 from collections.abc import Callable
+from urllib.parse import parse_qsl, urlsplit
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
@@ -58,11 +59,17 @@ class HealthPage(Resource):
         except Exception:
             self.log.failure("{kind}: reading the node's state failed", kind=self.kind)
             checks = [Check("read", "reading the node's state failed (the node's log has the traceback)")]
-        code, body = render(self.kind, checks, verbose=b"verbose" in (request.args or {}))
+        code, body = render(self.kind, checks, verbose=_verbose(request.uri))
         request.setResponseCode(code)
         request.setHeader("content-type", "text/plain; charset=utf-8")  # type: ignore[no-untyped-call]
         request.setHeader("cache-control", "no-store")  # type: ignore[no-untyped-call]
         return body.encode()
+
+
+def _verbose(uri: bytes) -> bool:
+    """``?verbose`` (twisted.web's ``request.args`` leaves out a key without ``=``)."""
+    query = urlsplit(uri).query
+    return any(key == b"verbose" for key, _ in parse_qsl(query, keep_blank_values=True))
 
 
 class Unauthorized(Resource):

@@ -63,6 +63,7 @@ def get(root: Resource, url: str, headers: dict[str, str] | None = None) -> Answ
     """GET ``url`` (a path with an optional query) from the resource tree ``root``."""
     parts = urlsplit(url)
     request = DummyRequest([segment.encode() for segment in parts.path.lstrip("/").split("/")])
+    request.uri = url.encode()
     request.args = {k.encode(): [x.encode() for x in v] for k, v in parse_qs(parts.query, True).items()}
     for name, value in (headers or {}).items():
         request.requestHeaders.addRawHeader(name, value)
