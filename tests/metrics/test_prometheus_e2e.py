@@ -212,6 +212,10 @@ def test_prometheus_follows_a_farm_through_the_loss_of_its_leader(
     assert all(changes[i] >= 1 for i in survivors), changes
 
     procs.kill(leader)
+    # the first failed scrape of its target marks its series stale: until then they read as before
+    until("the killed leader's target is down", lambda: prometheus.query('up{job="garlicfarm"} == 0'))
+    down = prometheus.query('up{job="garlicfarm"} == 0')
+    assert {procs.node_of(instance) for instance in down} == {leader}
 
     def a_survivor_counts_a_new_leader() -> bool:
         now = prometheus.query("garlicfarm_leader_changes_seen_total")
@@ -220,8 +224,5 @@ def test_prometheus_follows_a_farm_through_the_loss_of_its_leader(
 
     until("a survivor's garlicfarm_leader_changes_seen_total rose", a_survivor_counts_a_new_leader)
     until("garlicfarm_has_leader == 1 again on both survivors", lambda: all_have_a_leader(survivors))
-    new = prometheus.query("garlicfarm_is_leader == 1")
+    new = until("a survivor leads", lambda: prometheus.query("garlicfarm_is_leader == 1"))
     assert {procs.node_of(instance) for instance in new} <= survivors
-    until("the killed leader's target is down", lambda: prometheus.query('up{job="garlicfarm"} == 0'))
-    down = prometheus.query('up{job="garlicfarm"} == 0')
-    assert {procs.node_of(instance) for instance in down} == {leader}
