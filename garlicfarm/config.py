@@ -44,6 +44,9 @@ max_entries_size = 16777216                # bytes of log entries in one request
 
 [admin]                                    # optional: the web console (docs/admin.md)
 listen = 9101                              # a loopback port, or a Twisted endpoint string
+
+[metrics]                                  # optional: /metrics, /livez, /readyz (docs/operations.md)
+listen = 9201                              # a loopback port, or a Twisted endpoint string
 ```
 """
 
@@ -231,6 +234,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "request_deadline",
         }
     ),
+    "metrics": frozenset({"listen", "username", "password_file"}),
 }
 
 

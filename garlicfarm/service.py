@@ -36,6 +36,8 @@ from garlicfarm.handshake import (
     ServerConfig,
     format_features,
 )
+from garlicfarm.metrics.config import metrics_config
+from garlicfarm.metrics.service import MetricsService
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
 from garlicfarm.net.inbound import InboundFactory
@@ -164,6 +166,7 @@ class GarlicFarmService(MultiService):
         self.listener._raiseSynchronously = True  # a failed bind fails loudly at start, never spins
         self.listener.setServiceParent(self)
         self.admin = self._admin_service()
+        self.metrics = self._metrics_service()
 
     # ------------------------------------------------------------------------------------------ wiring
 
@@ -173,6 +176,15 @@ class GarlicFarmService(MultiService):
         if admin.listen is None:
             return None
         service = AdminService(self, admin)
+        service.setServiceParent(self)  # type: ignore[no-untyped-call]
+        return service
+
+    def _metrics_service(self) -> MetricsService | None:
+        """/metrics, /livez and /readyz, when the node's TOML has ``[metrics] listen``."""
+        config = metrics_config(self.config)
+        if config.listen is None:
+            return None
+        service = MetricsService(self, config)
         service.setServiceParent(self)  # type: ignore[no-untyped-call]
         return service
 

@@ -8,6 +8,7 @@ GARLICFARM_SYSTEM_PACKAGES=(
     i2pd           # /usr/sbin/i2pd: the real I2PControl router of tests/router/test_i2pd_e2e.py
     chromium       # /usr/bin/chromium: the headless browser Playwright drives in tests/admin (no download)
     openjdk-17-jre-headless  # java for Spark: garlicfarm pipeline and tests/pipeline
+    prometheus     # /usr/bin/prometheus, promtool: docs/alerts.yml's tests and tests/metrics' e2e scrape
 )
 
 garlicfarm_system_deps() {

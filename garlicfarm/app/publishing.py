@@ -130,6 +130,9 @@ class StatusReporter:
         self.submitted = 0
         self.failures = 0
         self.failures_in_a_row = 0
+        #: whether the router has answered a report's questions yet, and why the last ones failed
+        self.router_answered = False
+        self.router_error: str | None = None
         self.running = False
 
     def start(self, first_delay: float = 0.0) -> None:
@@ -194,8 +197,14 @@ class StatusReporter:
         return again
 
     async def report_once(self) -> int:
-        router = await self.router.router_status()
-        leaves = await self.router.leaf_status()
+        try:
+            router = await self.router.router_status()
+            leaves = await self.router.leaf_status()
+        except Exception as e:
+            self.router_error = f"{type(e).__name__}: {e}"[:200]
+            raise
+        self.router_error = None
+        self.router_answered = True
         record = status_record(
             self.cluster,
             self.driver.core.id,

@@ -46,6 +46,7 @@ from garlicfarm.handshake import (
 )
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.net.identity import PEER_REQUESTS, certificate_name, server_of_name
+from garlicfarm.net.refusals import Refusal, RefusalCounts
 from garlicfarm.net.watchdog import Watchdog
 from garlicfarm.wire import (
     AddServerRequest,
@@ -115,6 +116,8 @@ class Admission(typing.Protocol):
     budget: BufferBudget
     #: rate-limited lines for what strangers can cause in bulk
     events: RateLimitedLog
+    #: refused and dropped connections by reason (a fixed set), for the metrics endpoint
+    refusals: RefusalCounts
 
     def admit(self, connection: ServerConnection) -> str | None:
         """The connection authenticated; a reason to close it instead, or None."""
@@ -189,7 +192,7 @@ class ServerConnection(Protocol):
         peer = self.transport.getPeer() if self.transport else None
         self.peer_name = str(getattr(peer, "host", peer))
         self._deadline = self.reactor.callLater(
-            self.limits.handshake_timeout, self._drop, "handshake timed out"
+            self.limits.handshake_timeout, self._drop, "handshake timed out", None, Refusal.HANDSHAKE_TIMEOUT
         )
 
     def handshakeCompleted(self) -> None:
@@ -214,6 +217,7 @@ class ServerConnection(Protocol):
                     self.log.debug("challenge sent to {peer}: {why}", peer=self.peer_name, why=event)
                 elif isinstance(event, Rejected):
                     why = str(event)
+                    self._count(Refusal.HANDSHAKE)
                     self._note("rejected", "handshake from {peer} refused: {why}", LogLevel.info, why=why)
                 elif isinstance(event, Authenticated):
                     self._upgraded(event)
@@ -228,7 +232,7 @@ class ServerConnection(Protocol):
         self.log.debug("{peer} authenticated as {user}", peer=self.peer_name, user=event.username)
         refusal = self._admission.admit(self) if self._admission is not None else None
         if refusal is not None:
-            self._drop(refusal, key="over budget")
+            self._drop(refusal, key="over budget", reason=Refusal.OVER_BUDGET)
             return
         if event.leftover:
             self._feed(event.leftover)
@@ -243,7 +247,7 @@ class ServerConnection(Protocol):
                 if self._closing:
                     return
         except ProtocolError as e:
-            self._drop(f"malformed message: {e}")
+            self._drop(f"malformed message: {e}", reason=Refusal.PROTOCOL)
             return
         budget = self._admission.budget if self._admission is not None else None
         if budget is not None and not budget.update(self, decoder.buffered):
@@ -251,11 +255,12 @@ class ServerConnection(Protocol):
                 f"a partly received message of {decoder.buffered} bytes would take the node's "
                 f"partly received messages past {budget.limit} bytes ({budget.total} held)",
                 key="buffer budget",
+                reason=Refusal.BUFFER_BUDGET,
             )
 
     def _serve(self, message: Message) -> None:
         if not isinstance(message, Request):
-            self._drop(f"a {type(message).__name__} where a request belongs")
+            self._drop(f"a {type(message).__name__} where a request belongs", reason=Refusal.PROTOCOL)
             return
         if (
             self.identity is not None
@@ -266,10 +271,13 @@ class ServerConnection(Protocol):
                 f"a {type(message).__name__} from server {message.source}, over a connection whose "
                 f"certificate ({self.certificate}) is server {self.identity}'s: one member posing as another",
                 key="impersonation",
+                reason=Refusal.IMPERSONATION,
             )
             return
         if len(self._slots) >= self.limits.max_pipelined:
-            self._drop(f"more than {self.limits.max_pipelined} requests waiting for answers")
+            self._drop(
+                f"more than {self.limits.max_pipelined} requests waiting for answers", reason=Refusal.PROTOCOL
+            )
             return
         slot: list[Response | None] = [None]
         self._slots.append(slot)
@@ -302,12 +310,15 @@ class ServerConnection(Protocol):
         if self._idle is not None and self._idle.active():
             self._idle.reset(self.limits.idle_timeout)
         else:
-            self._idle = self.reactor.callLater(self.limits.idle_timeout, self._drop, "idle")
+            self._idle = self.reactor.callLater(
+                self.limits.idle_timeout, self._drop, "idle", None, Refusal.IDLE
+            )
 
-    def _drop(self, why: str, key: str | None = None) -> None:
+    def _drop(self, why: str, key: str | None = None, reason: Refusal = Refusal.OTHER) -> None:
         if self._closing:
             return
         self._closing = True
+        self._count(reason)
         if self.username is None:
             key = key or "unauthenticated"  # strangers can cause these in bulk: rate-limited
         if key is None:
@@ -319,11 +330,16 @@ class ServerConnection(Protocol):
     def evict(self) -> None:
         """Close at once, quietly: the listener needs the room and logs it."""
         self._closing = True
+        self._count(Refusal.EVICTED)
         self._abort()
 
     def _abort(self) -> None:
         if self.transport is not None:
             self.transport.abortConnection()  # type: ignore[attr-defined]
+
+    def _count(self, reason: Refusal) -> None:
+        if self._admission is not None:
+            self._admission.refusals.count(reason)
 
     def _note(self, key: str, fmt: str, level: LogLevel = LogLevel.warn, **fields: Any) -> None:
         if self._admission is not None:
@@ -341,6 +357,7 @@ class ServerConnection(Protocol):
             failure = tls_failure(reason)
             if failure is not None:
                 kind, why = failure
+                self._count(Refusal.TLS)
                 self._note(f"tls: {kind}", "TLS handshake from {peer} failed: {why}", why=why)
         self._closing = True
         self._cancel(self._deadline)

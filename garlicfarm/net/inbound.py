@@ -28,6 +28,7 @@ from zope.interface import implementer
 
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.net.connection import ServerConnection
+from garlicfarm.net.refusals import RefusalCounts
 
 MiB = 1024 * 1024
 
@@ -58,6 +59,7 @@ class InboundFactory(Factory):
         self.open: set[ServerConnection] = set()
         self.budget = BufferBudget(max_buffered)
         self.events = RateLimitedLog(clock, self.log, log_interval)
+        self.refusals = RefusalCounts()
 
     def acceptableProtocols(self) -> list[bytes]:
         """ALPN under TLS: the upgrade is HTTP/1.1. (Without an answer here, Twisted's ALPN callback

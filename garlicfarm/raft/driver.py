@@ -97,6 +97,23 @@ class StateMachine(Protocol):
 
 
 ApplyFn = Callable[[int, LogEntry], None]
+
+
+class ProposalCounts:
+    """How the proposals this node took as leader (its own submissions, clients' requests) ended:
+    counters read by the metrics endpoint (garlicfarm.metrics), never reset."""
+
+    __slots__ = ("committed", "failed", "refused")
+
+    def __init__(self) -> None:
+        #: committed: the request got its index
+        self.committed = 0
+        #: not committed: leadership lost, a handover under way, no decision in time, the node stopped
+        self.failed = 0
+        #: refused before they were appended: the state machine would reject them (``check``)
+        self.refused = 0
+
+
 _INLINE = InlineWriter()
 
 
@@ -183,6 +200,10 @@ class RaftDriver:
         #: timeout length -> (deadline, handle) of requests that fail with CommitTimeout then
         self._deadlines: dict[float, deque[tuple[float, int]]] = {}
         self._handing_to: int | None = None
+        #: for the metrics endpoint: how proposals ended, how often a new leader was seen, the last tick
+        self.proposals = ProposalCounts()
+        self.leader_changes = 0
+        self.last_tick: float | None = None
 
     # ------------------------------------------------------------------------------------------ life
 
@@ -236,12 +257,13 @@ class RaftDriver:
             return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
         refusal = self._refusal((LogEntry(0, Application(data)),))
         if refusal is not None:
+            self.proposals.refused += 1
             return _failed(EntryRefused(refusal))
         handle = self._new_handle()
         reply = self._pending[handle] = Deferred()
         self.core.propose(data, handle)
         self._soon()
-        result: Deferred[int] = reply.addCallback(self._committed_index)
+        result: Deferred[int] = self._tally(reply).addCallback(self._committed_index)
         self._expire_after(handle, self.submit_timeout)
         return result
 
@@ -312,12 +334,16 @@ class RaftDriver:
         """Serve a request from a peer or client; fires with the response to send back."""
         if not self.running:
             return _failed(NodeStopped("the node is not running"))
-        if isinstance(request, ClientRequest) and self.core.is_leader():
+        proposal = isinstance(request, ClientRequest) and self.core.is_leader()
+        if proposal and isinstance(request, ClientRequest):
             refusal = self._refusal(request.entries)
             if refusal is not None:
+                self.proposals.refused += 1
                 return succeed(self._refuse(refusal))
         handle = self._new_handle()
         d = self._pending[handle] = Deferred()
+        if proposal:
+            self._tally(d)
         change = isinstance(request, AddServerRequest | RemoveServerRequest)
         if isinstance(request, AddServerRequest | RemoveServerRequest) and request.entries:
             self._log_change(request, d)
@@ -399,6 +425,22 @@ class RaftDriver:
 
     # ------------------------------------------------------------------------------------------ inside
 
+    def _tally(self, d: Deferred[Response]) -> Deferred[Response]:
+        """Count how a proposal's request ended (accepted: committed), passing its result on."""
+
+        def decided(response: Response) -> Response:
+            if response.accepted:
+                self.proposals.committed += 1
+            else:
+                self.proposals.failed += 1
+            return response
+
+        def failed(failure: Failure) -> Failure:
+            self.proposals.failed += 1
+            return failure
+
+        return d.addCallbacks(decided, failed)
+
     def _new_handle(self) -> int:
         self._next_handle += 1
         return self._next_handle
@@ -432,6 +474,7 @@ class RaftDriver:
 
     def _tick(self) -> None:
         # The LoopingCall must never die: a failure here stops the node loudly instead.
+        self.last_tick = self.reactor.seconds()
         if not self._guarded(self.core.tick):
             return
         self._process()
@@ -689,6 +732,8 @@ class RaftDriver:
                 old=term,
             )
         if seen[2] != leader:
+            if seen[2] is not None:
+                self.leader_changes += 1  # as etcd counts them: each new leader seen, not each loss
             if seen[2] is not None and seen[0] != "leader":
                 self.log.info("server {leader} leads term {term}", leader=seen[2], term=seen[1])
             for callback in self.on_leader_change:

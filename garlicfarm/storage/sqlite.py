@@ -24,6 +24,7 @@ import functools
 import os
 import sqlite3
 import struct
+import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
@@ -41,6 +42,7 @@ from garlicfarm.storage.interface import (
     StorageError,
     StoredState,
 )
+from garlicfarm.storage.timing import DurationHistogram
 from garlicfarm.wire.codec import decode_value, encode_value
 from garlicfarm.wire.payloads import Configuration, LogEntry
 from garlicfarm.wire.types import ValueType
@@ -125,6 +127,8 @@ class SQLiteLogStore:
         #: False only for benchmarks that compare with stores that do not fsync: a crash may then lose
         #: acknowledged entries
         self.fsync = fsync
+        #: how long each synced save took (its transaction and fsync), for the metrics endpoint
+        self.sync_durations = DurationHistogram()
         self._failed: str | None = None
         self._conn: sqlite3.Connection | None = None
         self._check_magic()
@@ -393,6 +397,11 @@ class SQLiteLogStore:
     def _first(self) -> int:
         return self._snapshot.last_index + 1 if self._snapshot is not None else 1
 
+    @property
+    def write_error(self) -> str | None:
+        """Why the store refuses writes (an earlier write failed), or None."""
+        return self._failed
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             raise ValueError(f"log store {self.path} is closed")
@@ -477,11 +486,14 @@ class SQLiteLogStore:
         unsynced = self.fsync and not sync
         if unsynced:  # WAL: this commit is not fsynced, and the next synced one makes it durable too
             conn.execute("PRAGMA synchronous = OFF")
+        started = time.perf_counter()
         try:
             self._save(hard_state, entries_from, rows)
         finally:
             if unsynced:
                 conn.execute("PRAGMA synchronous = FULL")
+        if self.fsync and sync:
+            self.sync_durations.observe(time.perf_counter() - started)
         if entries_from is not None:
             self._last = entries_from + len(entries) - 1
 
