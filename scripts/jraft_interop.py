@@ -52,6 +52,7 @@ class Farm:
         self.base = base_port
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.bridges: list[subprocess.Popen[bytes]] = []
+        self.bridge_of: dict[int, subprocess.Popen[bytes]] = {}
         self.kind: dict[int, str] = {}
         root.mkdir(parents=True, exist_ok=True)
         (root / "credentials").write_text(PASSWORD + "\n")
@@ -89,6 +90,10 @@ class Farm:
         ]
         (self.root / f"node-{i}.toml").write_text("\n".join(lines) + "\n")
         self._bridge(i, "garlicfarm")
+        self.start_garlicfarm(i)
+
+    def start_garlicfarm(self, i: int) -> None:
+        """(Re)start garlicfarm server ``i`` from its configuration and data (its bridge stays up)."""
         log = open(self.root / f"node-{i}.log", "ab")  # noqa: SIM115 - the process owns it
         self.procs[i] = subprocess.Popen(
             [sys.executable, "-m", "garlicfarm", "run", "--config", str(self.root / f"node-{i}.toml")],
@@ -123,25 +128,28 @@ class Farm:
     def _bridge(self, i: int, front: str) -> None:
         log = open(self.root / f"bridge-{i}.log", "ab")  # noqa: SIM115
         script = Path(__file__).with_name("jraft_bridge.py")
-        self.bridges.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    str(script),
-                    "--listen",
-                    str(self.bridge(i)),
-                    "--target",
-                    str(self.real(i)),
-                    "--front",
-                    front,
-                    "--password-file",
-                    str(self.root / "credentials"),
-                ],
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+        self.bridge_of[i] = subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                "--listen",
+                str(self.bridge(i)),
+                "--target",
+                str(self.real(i)),
+                "--front",
+                front,
+                "--password-file",
+                str(self.root / "credentials"),
+            ],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
+        self.bridges.append(self.bridge_of[i])
+
+    def hold_inbound(self, i: int, hold: bool) -> None:
+        """Stop (or resume) what reaches server ``i`` through its bridge: a path that drops packets."""
+        os.kill(self.bridge_of[i].pid, signal.SIGSTOP if hold else signal.SIGCONT)
 
     def kill(self, i: int) -> None:
         proc = self.procs.pop(i)
@@ -155,6 +163,7 @@ class Farm:
     def stop(self) -> None:
         for proc in [*self.procs.values(), *self.bridges]:
             if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGCONT)  # a held bridge, too, must see its SIGTERM
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in [*self.procs.values(), *self.bridges]:
             try:
@@ -407,12 +416,70 @@ def s_jraft_removes_garlicfarm(farm: Farm, notes: list[str]) -> None:
     notes.append("committed " + compare(farm, [1, 2], first + later))
 
 
+#: how long nothing reaches the lagging server after it restarts, in that scenario (s)
+HELD_FOR = 20.0
+
+
+def s_lagging_garlicfarm_restarts(farm: Farm, notes: list[str]) -> None:
+    """The garlicfarm server dies, the JRaft pair commits on without it, and it comes back with its
+    shorter log: it must not keep the farm leaderless (JRaft has no pre-vote: each election it starts
+    makes the JRaft servers adopt its term and step down, while its log loses every vote)."""
+    farm.add_jraft(1, [1, 2, 3])
+    farm.add_jraft(2, [1, 2, 3])
+    farm.add_garlicfarm(3, [1, 2, 3])
+    leader, took = farm.wait_for_leader(30)
+    notes.append(f"first leader {leader} ({farm.kind[leader]}) after {took:.1f} s")
+    before = values("s6-a", 10)
+    for v in before:
+        farm.submit([v])
+    farm.kill(3)
+    during = values("s6-b", 30)
+    for v in during:
+        farm.submit([v])
+    # It comes back where nothing reaches it for a while (its bridge stopped: the leader's heartbeats
+    # and the JRaft servers' vote requests wait), so it campaigns, with a log the JRaft servers refuse.
+    farm.hold_inbound(3, True)
+    farm.start_garlicfarm(3)
+    restarted = time.monotonic()
+    # a leader within 10 s of every loss, watched for 30 s after the restart
+    gaps: list[float] = []
+    lost_at: float | None = None
+    held = True
+    while time.monotonic() - restarted < 30:
+        if held and time.monotonic() - restarted > HELD_FOR:
+            farm.hold_inbound(3, False)
+            held = False
+        leader_now = farm.leader()
+        now = time.monotonic()
+        if leader_now is None and lost_at is None:
+            lost_at = now
+        elif leader_now is not None and lost_at is not None:
+            gaps.append(now - lost_at)
+            lost_at = None
+        if lost_at is not None and now - lost_at > 10:
+            raise Failure(f"no leader for {now - lost_at:.1f} s after the lagging server restarted")
+        time.sleep(0.1)
+    if lost_at is not None:
+        gaps.append(time.monotonic() - lost_at)
+    notes.append(
+        f"restarted the lagging garlicfarm server: {len(gaps)} leaderless stretch(es)"
+        + (f", the longest {max(gaps):.1f} s" if gaps else "")
+    )
+    after = values("s6-c", 10)
+    for v in after:
+        farm.submit([v])
+    time.sleep(6)
+    farm.stop()
+    notes.append("committed " + compare(farm, [1, 2, 3], before + during + after))
+
+
 SCENARIOS: dict[str, Callable[[Farm, list[str]], None]] = {
     "2 JRaft + 1 garlicfarm, leader killed": s_2jraft_1gf,
     "1 JRaft + 2 garlicfarm, leader killed": s_1jraft_2gf,
     "JRaft joiner into a garlicfarm farm of > 1,000 entries, then removed": s_jraft_joins_garlicfarm,
     "garlicfarm joiner into a JRaft-led farm": s_garlicfarm_joins_jraft,
     "JRaft leader removes a garlicfarm server": s_jraft_removes_garlicfarm,
+    "2 JRaft + 1 garlicfarm, the garlicfarm server restarts lagging": s_lagging_garlicfarm_restarts,
 }
 
 
