@@ -25,7 +25,7 @@ from garlicfarm.app.config import app_config
 from garlicfarm.app.liveness import Liveness, skew_threshold
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
-from garlicfarm.config import ConfigError, NodeConfig
+from garlicfarm.config import ConfigError, NodeConfig, TLSConfig
 from garlicfarm.handshake import (
     FEATURES_HEADER,
     OUR_FEATURES,
@@ -40,6 +40,7 @@ from garlicfarm.metrics.config import metrics_config
 from garlicfarm.metrics.service import MetricsService
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
+from garlicfarm.net.identity import certificate_file_name, server_of_name
 from garlicfarm.net.inbound import InboundFactory
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
@@ -228,13 +229,30 @@ class GarlicFarmService(MultiService):
         if self.config.tls is not None:
             from garlicfarm.tls import server_endpoint  # noqa: PLC0415 - pyOpenSSL is heavy
 
+            self._check_identity(self.config.tls)
             return server_endpoint(self.reactor, self.config.listen, self.config.tls)
         if "interface=127." not in self.config.listen and "interface=\\:\\:1" not in self.config.listen:
             raise ConfigError(
                 f"{self.config.path}: [node] listen without [tls] must be on loopback (interface=127.0.0.1)"
             )
-        self.log.warn("listening in cleartext on loopback: no [tls] configured")
+        self.log.warn(
+            "listening in cleartext on loopback: no [tls] configured, so no member's identity is bound"
+            " (any holder of the farm's credentials may speak as any member; docs/security.md)"
+        )
         return serverFromString(self.reactor, self.config.listen)
+
+    def _check_identity(self, tls: TLSConfig) -> None:
+        """Say so when this member's certificate does not name it: its peers then bind its
+        connections to no server (the choice of a farm with its own naming; docs/security.md)."""
+        name = certificate_file_name(tls.cert)
+        if server_of_name(name) != self.config.id:
+            self.log.warn(
+                "[tls] cert {cert} is named {name!r}, not node-{id}: peers cannot bind this member's"
+                " connections to server {id} (any holder of the farm's credentials may speak as it)",
+                cert=tls.cert,
+                name=name,
+                id=self.config.id,
+            )
 
     def _make_connection(self, admission: InboundFactory) -> ServerConnection:
         return ServerConnection(

@@ -10,8 +10,10 @@ certificate with another name binds to nothing (a farm with its own naming, or a
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+from cryptography import x509
 from cryptography.x509.oid import NameOID
 from OpenSSL import SSL
 
@@ -59,4 +61,15 @@ def certificate_name(transport: Any) -> str | None:
     if certificate is None:
         return None
     names = certificate.to_cryptography().subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else None
+
+
+def certificate_file_name(path: Path) -> str | None:
+    """The common name of the first certificate in the PEM file at ``path`` (None: none, or unreadable:
+    the TLS set-up reports that file's problems)."""
+    try:
+        certificate = x509.load_pem_x509_certificate(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    names = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     return str(names[0].value) if names else None

@@ -3,12 +3,19 @@ another, over a scripted connection (the real TLS path: tests/e2e/test_hostile_p
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from OpenSSL import crypto
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 
+from garlicfarm.config import load_config
 from garlicfarm.farminit import FarmSpec, create_farm
-from garlicfarm.net.identity import certificate_name, server_of_name
+from garlicfarm.net.identity import certificate_file_name, certificate_name, server_of_name
+from garlicfarm.service import GarlicFarmService
 from garlicfarm.wire import AppendEntriesRequest, RequestVoteRequest, Response
 from tests.net.test_connection import Handler, connected
 
@@ -67,3 +74,27 @@ def test_an_unbound_connection_is_not_checked() -> None:
     link.client.request(AppendEntriesRequest(3, 2, 5, 0, 0, 0)).addCallback(got.append)
     link.pump.flush()
     assert len(got) == 1
+
+
+def test_the_name_in_a_certificate_file(tmp_path: Path) -> None:
+    create_farm(FarmSpec(tmp_path / "f", 2, base_port=1), force=True)
+    assert certificate_file_name(tmp_path / "f" / "node-2.pem") == "node-2"
+    assert certificate_file_name(tmp_path / "f" / "missing.pem") is None
+    assert certificate_file_name(tmp_path / "f" / "node-2.toml") is None  # not PEM
+
+
+@pytest.mark.parametrize(("node", "warned"), [(1, False), (2, True)])
+def test_a_member_whose_certificate_names_another_is_told(tmp_path: Path, node: int, warned: bool) -> None:
+    create_farm(FarmSpec(tmp_path, 2, base_port=21960), force=True)
+    toml = tmp_path / "node-1.toml"
+    text = toml.read_text().replace('cert = "node-1.pem"', f'cert = "node-{node}.pem"')
+    toml.write_text(text.replace('key = "node-1.key"', f'key = "node-{node}.key"'))
+    events: list[Any] = []
+    observer: Any = events.append
+    globalLogPublisher.addObserver(observer)
+    try:
+        GarlicFarmService(load_config(toml), MemoryReactorClock())
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    said = [formatEvent(e) for e in events if e.get("log_level") == LogLevel.warn]
+    assert any("is named 'node-2', not node-1: peers cannot bind" in text for text in said) == warned, said
