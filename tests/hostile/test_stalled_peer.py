@@ -108,11 +108,8 @@ def test_a_follower_that_stops_reading_costs_the_leader_a_bounded_amount(farm: H
     try:
         eventually(given_back, "the leader's memory came back")
     finally:
-        print(
-            f"RSS growth at the peak: leader {(peak[leader] - base[leader]) / 2**20:.0f} MiB, healthy "
-            f"{(peak[healthy] - base[healthy]) / 2**20:.0f} MiB; after: leader "
-            f"{(after[leader] - base[leader]) / 2**20:.0f} MiB, healthy {(after[healthy] - base[healthy]) / 2**20:.0f} MiB"
-        )
+        mib = {n: ((peak[n] - base[n]) / 2**20, (after.get(n, 0) - base[n]) / 2**20) for n in base}
+        print(f"RSS growth (MiB) at the peak and after: leader {mib[leader]}, healthy {mib[healthy]}")
     growth = {node: peak[node] - base[node] for node in base}
     assert committed_while_stopped >= 40, "the farm kept committing with 2 of 3"
     assert growth[leader] <= growth[healthy] + BOUND, (
