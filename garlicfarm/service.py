@@ -23,6 +23,7 @@ from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import AdminService
 from garlicfarm.app.config import app_config
 from garlicfarm.app.liveness import Liveness, skew_threshold
+from garlicfarm.app.members import member_details
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig
@@ -305,6 +306,8 @@ class GarlicFarmService(MultiService):
 
     def status(self) -> dict[str, Any]:
         status = self.driver.status()
+        details = member_details(self, status)
+        status["members"] = [{**m, **details.get(int(m["id"]), {})} for m in status["members"]]
         status["cluster"] = self.config.cluster
         status["endpoint"] = self.config.endpoint
         status["admin_url"] = self.admin.url if self.admin is not None else None

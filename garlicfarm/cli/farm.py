@@ -72,6 +72,10 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     return box[0] if box else None
 
 
+#: ``garlicfarm members``: the node knows no leader, or has stopped
+EXIT_NO_LEADER = 2
+
+
 def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     config = _config(args)
     client = FarmClient(None, config, timeout=args.timeout)
