@@ -39,6 +39,7 @@ from garlicfarm.handshake import (
 )
 from garlicfarm.metrics.config import metrics_config
 from garlicfarm.metrics.service import MetricsService
+from garlicfarm.metrics.snapshot import health_inputs
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
 from garlicfarm.net.inbound import InboundFactory
@@ -322,6 +323,7 @@ class GarlicFarmService(MultiService):
             "publishing": self.app.role.active,
             "metals": self.app.metals_status(),
         }
+        status["health"] = health_inputs(self)
         return status
 
     # ------------------------------------------------------------------------------------------ life

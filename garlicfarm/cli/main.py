@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import chaos, farm, init, inspect, keys, members, pipeline, simulate
+from garlicfarm.cli import chaos, farm, health, init, inspect, keys, members, pipeline, simulate
 from garlicfarm.pipeline.options import PipelineError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_parser(sub)
     farm.add_parsers(sub)
     members.add_parser(sub)
+    health.add_parser(sub)
     pipeline.add_parsers(sub)
     return parser
 
