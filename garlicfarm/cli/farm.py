@@ -411,7 +411,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add = add_parser("add-server", help="add a server to the farm (it is caught up first)")
     common(add)
     add.add_argument("--id", type=int, required=True, help="the new server's id")
-    add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:9004")
+    add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:22603")
     add.add_argument(
         "--raft", action="store_true", help="use the Raft client protocol, not the admin console"
     )

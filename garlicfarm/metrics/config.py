@@ -2,7 +2,7 @@
 
 ```toml
 [metrics]
-listen = "tcp:9201:interface=127.0.0.1"    # Twisted server endpoint (a bare port number means loopback)
+listen = "tcp:22650:interface=127.0.0.1"   # Twisted server endpoint (a bare port number means loopback)
 username = "prometheus"                    # HTTP Basic auth, with password_file (both or neither)
 password_file = "metrics-credentials"
 ```
