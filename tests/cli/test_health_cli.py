@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 
@@ -17,6 +19,7 @@ from garlicfarm.cli.main import main
 from garlicfarm.farminit import FarmSpec, create_farm
 from garlicfarm.metrics.health import ready_checks
 from garlicfarm.metrics.snapshot import from_status, read_node
+from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.service import STATUS_HEADER, GarlicFarmService
 from garlicfarm.storage import StorageError
 from tests.metrics.nodes import make_node
@@ -52,10 +55,35 @@ def config(tmp_path: Path) -> str:
     return str(tmp_path / "node-1.toml")
 
 
-def run_cli(monkeypatch: pytest.MonkeyPatch, status: dict[str, Any], *argv: str) -> tuple[int, str]:
-    """``main(argv)`` with the node's answer given (no reactor, no node)."""
+def run_cli(monkeypatch: pytest.MonkeyPatch, status: Any, *argv: str) -> tuple[int, str]:
+    """``main(argv)`` against a node whose status() answers are ``status`` (one dict: every time; a
+    list: one after the other, an exception raised), on a fake clock (no reactor, no node)."""
+    answers = list(status) if isinstance(status, list) else None
+
+    async def fake_status(self: FarmClient, endpoint: str | None = None) -> dict[str, Any]:
+        answer = status if answers is None else answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        document: dict[str, Any] = json.loads(json.dumps(answer))
+        return document
+
+    def run_reactor(job: Any) -> Any:
+        clock = Clock()
+        box: list[Any] = []
+        Deferred.fromCoroutine(job(clock)).addBoth(box.append)
+        for _ in range(1000):
+            if box:
+                break
+            clock.advance(0.5)
+        if isinstance(box[0], Failure):
+            if isinstance(box[0].value, ClientError):
+                raise farm.FarmCommandError(str(box[0].value))
+            box[0].raiseException()
+        return box[0]
+
+    monkeypatch.setattr(FarmClient, "status", fake_status)
     for module in (farm, health):
-        monkeypatch.setattr(module, "_run_reactor", lambda job: json.loads(json.dumps(status)))
+        monkeypatch.setattr(module, "_run_reactor", run_reactor)
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
     code = main(list(argv))
@@ -101,3 +129,27 @@ def test_status_exits_2_without_a_leader(
     assert code == 2 and "no leader" in out  # still printed
     code, out = run_cli(monkeypatch, status, "status", "--config", config)
     assert code == 2 and json.loads(out)["leader"] is None
+
+
+def test_health_waits_for_a_starting_node(
+    tmp_path: Path, config: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ready = leader_status(tmp_path / "n")
+    leaderless = {**ready, "leader": None}
+    refused = ClientError("cannot connect to tcp://127.0.0.1:1: connection refused")
+    answers = [refused, leaderless, ready]
+    assert run_cli(monkeypatch, answers, "health", "--config", config, "--wait", "10") == (0, "ok\n")
+    # --live: a node that answers at all is live
+    assert run_cli(
+        monkeypatch, [refused, leaderless], "health", "--config", config, "--live", "--wait", "10"
+    ) == (
+        0,
+        "ok\n",
+    )
+    # without --wait, or once the time is up: the last answer
+    code, _ = run_cli(monkeypatch, [refused], "health", "--config", config)
+    assert code == 1 and "connection refused" in capsys.readouterr().err
+    code, out = run_cli(
+        monkeypatch, [refused, *[leaderless] * 10], "health", "--config", config, "--wait", "3"
+    )
+    assert (code, out) == (1, "[-]leader failed: no leader known\nreadyz check failed\n")
