@@ -234,7 +234,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "request_deadline",
         }
     ),
-    "metrics": frozenset({"listen", "username", "password_file"}),
+    "metrics": frozenset({"listen", "username", "password_file", "tls"}),
 }
 
 
