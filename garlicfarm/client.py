@@ -5,7 +5,7 @@ certificates. Requests go to the leader, following redirects and skipping nodes 
 reached; concurrent submissions are coalesced into one ClientRequest (one round trip, one commit)::
 
     client = GarlicFarmClient(reactor, ClientSettings(
-        endpoints=("tcp://127.0.0.1:9001", "tcp://127.0.0.1:9002"),
+        endpoints=("tcp://127.0.0.1:22600", "tcp://127.0.0.1:22601"),
         username="farm", password="...",
         tls=TLSConfig(ca=Path("ca.pem"), cert=Path("client.pem"), key=Path("client.key")),
     ))

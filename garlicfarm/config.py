@@ -7,8 +7,8 @@ the password. Relative paths are relative to the configuration file's directory.
 [node]
 id = 1
 cluster = "farm"
-endpoint = "tcp://127.0.0.1:9001"          # advertised in Configuration entries
-listen = "tcp:9001:interface=127.0.0.1"    # Twisted server endpoint string; [tls] wraps it in TLS
+endpoint = "tcp://127.0.0.1:22600"         # advertised in Configuration entries
+listen = "tcp:22600:interface=127.0.0.1"   # Twisted server endpoint string; [tls] wraps it in TLS
 data_dir = "node-1"
 
 [auth]
@@ -22,8 +22,8 @@ key = "node-1.key"
 pins = []                                  # peers' certificate SHA-256 fingerprints, for farms without a CA
 
 [peers]                                    # the founding members: id = endpoint (wins over the log's)
-1 = "tcp://127.0.0.1:9001"
-2 = "tcp://127.0.0.1:9002"
+1 = "tcp://127.0.0.1:22600"
+2 = "tcp://127.0.0.1:22601"
 
 [raft]                                     # all optional
 profile = "lan"                            # timings: "lan" or "i2p" (below); the next three override it
@@ -43,10 +43,10 @@ max_buffered = 67108864                    # bytes of partly received messages o
 max_entries_size = 16777216                # bytes of log entries in one request
 
 [admin]                                    # optional: the web console (docs/admin.md)
-listen = 9101                              # a loopback port, or a Twisted endpoint string
+listen = 22700                             # a loopback port, or a Twisted endpoint string
 
 [metrics]                                  # optional: /metrics, /livez, /readyz (docs/operations.md)
-listen = 9201                              # a loopback port, or a Twisted endpoint string
+listen = 22650                             # a loopback port, or a Twisted endpoint string
 ```
 """
 
@@ -234,7 +234,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "request_deadline",
         }
     ),
-    "metrics": frozenset({"listen", "username", "password_file"}),
+    "metrics": frozenset({"listen", "username", "password_file", "tls"}),
 }
 
 

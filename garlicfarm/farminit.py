@@ -2,8 +2,9 @@
 and the I2P keys of its Meta LS2.
 
 Every node listens on 127.0.0.1 (node K on ``base_port + K - 1``) and lists all nodes as peers, so
-starting each ``node-K.toml`` gives a working farm. ``ca.key`` stays in the directory, so that an
-operator can sign certificates for nodes added later.
+starting each ``node-K.toml`` gives a working farm. Each also serves ``/metrics``, ``/livez`` and
+``/readyz`` on loopback (node K on ``metrics_base_port + K - 1``, by default ``base_port + 50 + K - 1``).
+``ca.key`` stays in the directory, so that an operator can sign certificates for nodes added later.
 
 I2P: ``master.dat`` is the Meta LS2's master destination with its private key (an operator keeps it
 offline; here it stays beside ``ca.key``); each member gets ``node-K.dat``, a transient key the master
@@ -29,7 +30,12 @@ from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
 from garlicfarm.tls import issue_node, new_ca, write_certified_key, write_file
 
 HOST = "127.0.0.1"
-DEFAULT_BASE_PORT = 9001
+#: node K listens on 22600 + K - 1: in 22556-22762, a span with no IANA assignment (9001, the old
+#: default, is Tor's ORPort, which an I2P router's host may well run); see docs/operations.md
+DEFAULT_BASE_PORT = 22600
+#: the metrics listeners follow the nodes' ports at this distance by default (the admin console that
+#: scripts/run.sh adds is at +100)
+METRICS_OFFSET = 50
 MAX_NODES = 255
 #: how long a member's transient key is valid (garlicfarm keys transient --days makes a new one)
 TRANSIENT_DAYS = 90
@@ -54,9 +60,22 @@ class FarmSpec:
     base_port: int = DEFAULT_BASE_PORT
     cluster: str = "farm"
     username: str = "farm"
+    #: node K serves /metrics on this + K - 1 (None: base_port + METRICS_OFFSET)
+    metrics_base_port: int | None = None
+    #: write a [metrics] table per node
+    metrics: bool = True
 
     def port(self, node: int) -> int:
         return self.base_port + node - 1
+
+    def metrics_port(self, node: int) -> int:
+        base = self.base_port + METRICS_OFFSET if self.metrics_base_port is None else self.metrics_base_port
+        return base + node - 1
+
+    def ports(self) -> list[int]:
+        """Every port the farm's nodes listen on: the nodes', then their metrics listeners'."""
+        nodes = range(1, self.nodes + 1)
+        return [self.port(k) for k in nodes] + ([self.metrics_port(k) for k in nodes] if self.metrics else [])
 
     def endpoint(self, node: int) -> str:
         return f"tcp://{HOST}:{self.port(node)}"
@@ -87,6 +106,15 @@ def validate(spec: FarmSpec) -> None:
         raise InitError(f"--nodes must be from 1 to {MAX_NODES}, not {spec.nodes}")
     if spec.base_port < 1 or spec.port(spec.nodes) > 65535:
         raise InitError(f"ports {spec.base_port}..{spec.port(spec.nodes)} do not fit in 1..65535")
+    if spec.metrics:
+        first, last = spec.metrics_port(1), spec.metrics_port(spec.nodes)
+        if first < 1 or last > 65535:
+            raise InitError(f"metrics ports {first}..{last} do not fit in 1..65535")
+        if abs(first - spec.base_port) < spec.nodes:
+            raise InitError(
+                f"metrics ports {first}..{last} overlap the nodes' ports {spec.base_port}.."
+                f"{spec.port(spec.nodes)}: give --metrics-base-port (or --no-metrics)"
+            )
     if not _SEGMENT.fullmatch(spec.cluster) or spec.cluster in {".", ".."}:
         raise InitError(f"--cluster must be letters, digits or '._~-', not {spec.cluster!r}")
     if not _USERNAME.fullmatch(spec.username):
@@ -139,9 +167,20 @@ def node_config(spec: FarmSpec, node: int, i2p: NodeI2P | None = None) -> str:
         'ca = "ca.pem"\n'
         f"cert = {q(f'node-{node}.pem')}\n"
         f"key = {q(f'node-{node}.key')}\n"
-        "\n# The members the farm starts with: id = endpoint.\n"
+        + _metrics_table(spec, node)
+        + "\n# The members the farm starts with: id = endpoint.\n"
         "[peers]\n"
         f"{peers}" + ("" if i2p is None else _i2p_tables(node, i2p))
+    )
+
+
+def _metrics_table(spec: FarmSpec, node: int) -> str:
+    if not spec.metrics:
+        return ""
+    return (
+        "\n# /metrics, /livez and /readyz for Prometheus and health checks, plain HTTP on loopback\n"
+        "# (docs/operations.md, Monitoring). Off loopback: HTTPS and Basic auth.\n"
+        f"[metrics]\nlisten = {spec.metrics_port(node)}\n"
     )
 
 
@@ -187,10 +226,12 @@ def create_farm(spec: FarmSpec, *, force: bool = False) -> Farm:
                 f"{spec.directory} already holds a farm ({earlier[0].name} exists); "
                 "use another directory, or --force to replace it (a new CA: old certificates stop working)"
             )
-        ports = [spec.port(k) for k in range(1, spec.nodes + 1)]
-        busy = busy_ports(ports)
+        owner = {spec.port(k): f"node {k}" for k in range(1, spec.nodes + 1)}
+        if spec.metrics:
+            owner |= {spec.metrics_port(k): f"node {k}'s metrics" for k in range(1, spec.nodes + 1)}
+        busy = busy_ports(spec.ports())
         if busy:
-            which = ", ".join(f"{p} (node {p - spec.base_port + 1})" for p in busy)
+            which = ", ".join(f"{p} ({owner[p]})" for p in busy)
             verb = "port {} is" if len(busy) == 1 else "ports {} are"
             raise InitError(
                 f"{verb.format(which)} in use on {HOST}; "

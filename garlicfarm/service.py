@@ -23,6 +23,7 @@ from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import AdminService
 from garlicfarm.app.config import app_config
 from garlicfarm.app.liveness import Liveness, skew_threshold
+from garlicfarm.app.members import member_details
 from garlicfarm.app.node import NodeApp
 from garlicfarm.app.state import FarmState
 from garlicfarm.config import ConfigError, NodeConfig, TLSConfig
@@ -38,6 +39,7 @@ from garlicfarm.handshake import (
 )
 from garlicfarm.metrics.config import metrics_config
 from garlicfarm.metrics.service import MetricsService
+from garlicfarm.metrics.snapshot import health_inputs
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
 from garlicfarm.net.identity import certificate_file_name, server_of_name
@@ -323,6 +325,8 @@ class GarlicFarmService(MultiService):
 
     def status(self) -> dict[str, Any]:
         status = self.driver.status()
+        details = member_details(self, status)
+        status["members"] = [{**m, **details.get(int(m["id"]), {})} for m in status["members"]]
         status["cluster"] = self.config.cluster
         status["endpoint"] = self.config.endpoint
         status["admin_url"] = self.admin.url if self.admin is not None else None
@@ -337,6 +341,7 @@ class GarlicFarmService(MultiService):
             "publishing": self.app.role.active,
             "metals": self.app.metals_status(),
         }
+        status["health"] = health_inputs(self)
         return status
 
     # ------------------------------------------------------------------------------------------ life

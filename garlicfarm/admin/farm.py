@@ -18,6 +18,7 @@ from garlicfarm.admin.auth import Credential
 from garlicfarm.admin.config import AdminConfig
 from garlicfarm.admin.history import LEVELS, HealthHistory
 from garlicfarm.app import scoring
+from garlicfarm.app.members import health
 from garlicfarm.app.state import FarmState
 from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader
 from garlicfarm.wire import NO_LEADER, AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
@@ -25,12 +26,6 @@ from garlicfarm.wire import NO_LEADER, AddServerRequest, ClusterServer, LogEntry
 if TYPE_CHECKING:
     from garlicfarm.service import GarlicFarmService
 
-#: a member this many commit-index entries behind the leader is "lagging"
-LAG_ENTRIES = 50
-#: a router job lag above this (ms) is "lagging"
-JOB_LAG_MS = 2000
-#: no status report for this many report intervals: "stale"; for twice as many: "down"
-STALE_INTERVALS = 2.5
 EXPORT_FORMAT = "garlicfarm-config/1"
 
 
@@ -328,16 +323,15 @@ class FarmHandle:
 
 
 def _health(member: dict[str, Any], interval: float) -> str:
-    age = member["last_status_age"]
-    if age is None or age > 2 * STALE_INTERVALS * interval:
-        return "down"
-    if age > STALE_INTERVALS * interval or member["ahead"]:
-        return "stale"
     router = member["router"] or {}
-    lagging = (member["lag"] or 0) > LAG_ENTRIES or router.get("jobLag", 0) > JOB_LAG_MS
-    if lagging or router.get("netStatus", "OK") not in ("OK", "UNKNOWN"):
-        return "lagging"
-    return "ok"
+    return health(
+        member["last_status_age"],
+        interval,
+        ahead=member["ahead"],
+        lag=member["lag"],
+        net_status=router.get("netStatus"),
+        job_lag=router.get("jobLag", 0),
+    )
 
 
 def _as_action_error(error: Exception, what: str = "commit") -> ActionError:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from garlicfarm.chaos.faults import Link
-from garlicfarm.farminit import HOST, FarmSpec, create_farm, node_config
+from garlicfarm.farminit import HOST, METRICS_OFFSET, FarmSpec, create_farm, node_config
 
 #: snapshots would compact the log the checker reads; [raft] snapshot_every must be at most 10**9
 NO_SNAPSHOTS = 10**9
@@ -31,13 +31,17 @@ PORT_RANGE = range(20000, 32000)
 
 
 def free_base_port(count: int) -> int:
-    """A base port with ``count`` free ports after it on 127.0.0.1, below the ephemeral range."""
+    """A base port with ``count`` free ports after it on 127.0.0.1, below the ephemeral range, and
+    ``count`` free ones from ``METRICS_OFFSET`` after it (where ``garlicfarm init`` puts the nodes'
+    metrics listeners)."""
     rng = random.Random(os.getpid() * 1_000_003 + time.monotonic_ns())  # noqa: S311 - spread, not secrecy
     for _ in range(200):
         base = rng.randrange(PORT_RANGE.start, PORT_RANGE.stop - count)
         sockets: list[socket.socket] = []
+        metrics = range(base + METRICS_OFFSET, base + METRICS_OFFSET + count)
+        ports = sorted({*range(base, base + count), *metrics})
         try:
-            for port in range(base, base + count):
+            for port in ports:
                 s = socket.socket()
                 sockets.append(s)
                 s.bind((HOST, port))

@@ -72,7 +72,11 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     return box[0] if box else None
 
 
-def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+#: ``garlicfarm status`` (and ``members``, ``health``'s callers): the node knows no leader, or stopped
+EXIT_NO_LEADER = 2
+
+
+def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     config = _config(args)
     client = FarmClient(None, config, timeout=args.timeout)
 
@@ -95,6 +99,8 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         )
     else:
         stdout.write(json.dumps(status, indent=2) + "\n")
+    # a leader that loses its quorum steps down within an election timeout (check-quorum): no leader
+    return 0 if status.get("leader") is not None and not status.get("stopped_by") else EXIT_NO_LEADER
 
 
 def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -383,7 +389,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     run.set_defaults(run=run_node)
 
-    status = add_parser("status", help="print a running node's status as JSON")
+    status = add_parser(
+        "status",
+        help=f"print a running node's status as JSON; exit status {EXIT_NO_LEADER} when it knows no leader "
+        "(no quorum) or has stopped",
+    )
     common(status)
     status.add_argument("--endpoint", metavar="URI", help="ask this node instead (default: the config's own)")
     status.add_argument("--brief", action="store_true", help="one line instead of JSON")
@@ -401,7 +411,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add = add_parser("add-server", help="add a server to the farm (it is caught up first)")
     common(add)
     add.add_argument("--id", type=int, required=True, help="the new server's id")
-    add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:9004")
+    add.add_argument("--endpoint", required=True, help="its endpoint, e.g. tcp://127.0.0.1:22603")
     add.add_argument(
         "--raft", action="store_true", help="use the Raft client protocol, not the admin console"
     )

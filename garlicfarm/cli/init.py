@@ -10,7 +10,15 @@ import shlex
 from pathlib import Path
 from typing import TextIO
 
-from garlicfarm.farminit import DEFAULT_BASE_PORT, MAX_NODES, FarmSpec, InitError, create_farm
+from garlicfarm.farminit import (
+    DEFAULT_BASE_PORT,
+    HOST,
+    MAX_NODES,
+    METRICS_OFFSET,
+    FarmSpec,
+    InitError,
+    create_farm,
+)
 
 __all__ = ["InitError", "add_parser", "run_init"]
 
@@ -22,14 +30,17 @@ def run_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         base_port=args.base_port,
         cluster=args.cluster,
         username=args.username,
+        metrics_base_port=args.metrics_base_port,
+        metrics=not args.no_metrics,
     )
     farm = create_farm(spec, force=args.force)
     stdout.write(f"wrote a farm of {spec.nodes} node(s) to {spec.directory}:\n")
     stdout.write("  ca.pem ca.key credentials master.dat\n")
     for k in range(1, spec.nodes + 1):
+        metrics = f", metrics on http://{HOST}:{spec.metrics_port(k)}/metrics" if spec.metrics else ""
         stdout.write(
             f"  node-{k}.toml node-{k}.pem node-{k}.key node-{k}.dat node-{k}.session node-{k}-leaf.dat"
-            f"  (listens on {spec.endpoint(k)})\n"
+            f"  (listens on {spec.endpoint(k)}{metrics})\n"
         )
     stdout.write(
         "keep ca.key (it signs nodes added later), credentials, node-*.key and the .dat key files private "
@@ -55,7 +66,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(node-K.dat), a presigned I2CP session (node-K.session) and a leaf destination for its "
         "stand-in router (node-K-leaf.dat), and a configuration per node (node-K.toml). "
         "Node K listens on 127.0.0.1 port P+K-1 with mutual TLS, and every "
-        "node lists all N as its peers. Keys and credentials are written with mode 0600. The command "
+        "node lists all N as its peers; it serves /metrics, /livez and /readyz on 127.0.0.1 port M+K-1 "
+        "(plain HTTP on loopback). Keys and credentials are written with mode 0600. The command "
         "refuses to replace an existing farm and checks the ports are free now. Then start each node "
         "with 'garlicfarm run --config DIR/node-K.toml'.",
     )
@@ -70,6 +82,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="P",
         help="node K listens on port P+K-1 (default %(default)s)",
     )
+    init.add_argument(
+        "--metrics-base-port",
+        type=int,
+        metavar="M",
+        help=f"node K serves /metrics on port M+K-1 (default P+{METRICS_OFFSET})",
+    )
+    init.add_argument("--no-metrics", action="store_true", help="write no [metrics] table")
     init.add_argument(
         "--cluster", default="farm", help="cluster name, in the handshake's path (default %(default)s)"
     )

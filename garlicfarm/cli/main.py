@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from garlicfarm import __version__
-from garlicfarm.cli import chaos, farm, init, inspect, keys, pipeline, simulate
+from garlicfarm.cli import chaos, farm, health, init, inspect, keys, members, pipeline, simulate
 from garlicfarm.pipeline.options import PipelineError
 
 
@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_parser(sub)
     init.add_parser(sub)
     farm.add_parsers(sub)
+    members.add_parser(sub)
+    health.add_parser(sub)
     pipeline.add_parsers(sub)
     return parser
 
@@ -31,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.run(args, sys.stdin, sys.stdout)
+        code = args.run(args, sys.stdin, sys.stdout)  # None: success; some commands return a status
     except (simulate.SimulationFailed, chaos.ChaosFailed):
         return 1
     except (inspect.InspectError, farm.FarmCommandError, init.InitError, PipelineError) as e:
@@ -42,4 +44,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return int(code or 0)

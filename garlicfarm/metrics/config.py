@@ -2,14 +2,16 @@
 
 ```toml
 [metrics]
-listen = "tcp:9201:interface=127.0.0.1"    # Twisted server endpoint (a bare port number means loopback)
+listen = "tcp:22650:interface=127.0.0.1"   # Twisted server endpoint (a bare port number means loopback)
 username = "prometheus"                    # HTTP Basic auth, with password_file (both or neither)
 password_file = "metrics-credentials"
+tls = true                                 # HTTPS on loopback too (always off loopback); needs [tls]
 ```
 
-On loopback the endpoints speak plain HTTP (with Basic auth when ``username`` is given). Off loopback
-they need ``[tls]`` (the node's own certificate serves HTTPS) and ``username`` with ``password_file``:
-Prometheus speaks Basic auth, which is only safe inside TLS.
+On loopback the endpoints speak plain HTTP (with Basic auth when ``username`` is given), or HTTPS with
+``tls = true`` (a TLS-terminating tunnel, or a local scraper that should not see the password in the
+clear). Off loopback they need ``[tls]`` (the node's own certificate serves HTTPS) and ``username`` with
+``password_file``: Prometheus speaks Basic auth, which is only safe inside TLS.
 """
 
 from __future__ import annotations
@@ -74,13 +76,21 @@ def metrics_config(node: NodeConfig) -> MetricsConfig:
         listen = f"tcp:{listen}:interface=127.0.0.1"
     else:
         listen = text("listen")
-    tls = False
+    tls = table.get("tls", False)
+    if not isinstance(tls, bool):
+        raise ConfigError(f"{where} tls must be true or false")
+    if tls and node.tls is None:
+        raise ConfigError(f"{where} tls = true needs [tls]: the node's certificate and key serve HTTPS")
     if listen is not None and not is_loopback(listen):
         if node.tls is None or username is None:
             raise ConfigError(
                 f"{where} listen {listen!r} is not on loopback: that needs [tls] (HTTPS with the node's "
                 "certificate) and username with password_file (HTTP Basic auth); or listen on "
                 "interface=127.0.0.1"
+            )
+        if table.get("tls") is False:
+            raise ConfigError(
+                f"{where} tls = false, but listen {listen!r} is not on loopback: HTTPS only there"
             )
         tls = True
     return MetricsConfig(

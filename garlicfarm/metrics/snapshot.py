@@ -131,6 +131,51 @@ def _metals(node: GarlicFarmService, now: float) -> tuple[str | None, float | No
     )
 
 
+def health_inputs(node: GarlicFarmService) -> dict[str, Any]:
+    """What the health checks read beyond the Raft status, for the node's status (``garlicfarm
+    health`` judges readiness from it, with no metrics listener): small, plain values."""
+    driver, reporter = node.driver, node.app.reporter
+    now = node.reactor.seconds()
+    return {
+        "running": driver.running,
+        "replaying": not node.app.role.live,
+        "storage_error": _storage_error(node),
+        "tick_age_s": None if driver.last_tick is None else round(now - driver.last_tick, 3),
+        "tick_s": driver.tick_seconds,
+        "router_configured": node.app_config.router_kind == "i2pcontrol",
+        "router_answered": reporter.router_answered,
+        "router_error": reporter.router_error,
+    }
+
+
+def from_status(status: Mapping[str, Any]) -> NodeSnapshot:
+    """What the health checks need, from a node's status JSON (``GarlicFarmService.status``, as
+    ``garlicfarm status`` prints it); raises KeyError or TypeError when a field is missing or wrong."""
+    health: Mapping[str, Any] = status["health"]
+    stopped = status.get("stopped_by")
+    return NodeSnapshot(
+        server_id=int(status["id"]),
+        cluster=str(status.get("cluster", "")),
+        role=str(status["role"]),
+        term=int(status["term"]),
+        leader=None if status["leader"] is None else int(status["leader"]),
+        commit_index=int(status["commit_index"]),
+        applied_index=int(status["applied_index"]),
+        last_log_index=int(status["last_log_index"]),
+        snapshot_index=int(status.get("snapshot_index", 0)),
+        members=tuple(int(m["id"]) for m in status["members"]),
+        stopped=None if stopped is None else str(stopped),
+        running=bool(health["running"]),
+        replaying=bool(health["replaying"]),
+        storage_error=health["storage_error"],
+        tick_age=health["tick_age_s"],
+        tick_seconds=float(health["tick_s"]),
+        router_configured=bool(health["router_configured"]),
+        router_answered=bool(health["router_answered"]),
+        router_error=health["router_error"],
+    )
+
+
 def read_node(node: GarlicFarmService) -> NodeSnapshot:
     status = node.status()
     driver, state, reporter = node.driver, node.state, node.app.reporter

@@ -16,13 +16,13 @@ _TLS_TYPES = frozenset({"ssl", "tls", "le", "lets"})
 
 
 def server_endpoint(reactor: Any, listen: str, tls: TLSConfig | NodeTLS) -> IStreamServerEndpoint:
-    """Listen on the plain stream endpoint ``listen`` (e.g. ``tcp:9001:interface=127.0.0.1``) with TLS
+    """Listen on the plain stream endpoint ``listen`` (e.g. ``tcp:22600:interface=127.0.0.1``) with TLS
     added around it. Raises :class:`~garlicfarm.config.ConfigError` for a bad string and
     :class:`~garlicfarm.tls.TLSError` for bad certificate files."""
     kind = listen.split(":", 1)[0].strip().lower()
     if kind in _TLS_TYPES:
         raise ConfigError(
-            f"listen {listen!r}: give a plain endpoint such as 'tcp:9001:interface=127.0.0.1'; "
+            f"listen {listen!r}: give a plain endpoint such as 'tcp:22600:interface=127.0.0.1'; "
             "TLS is added from [tls]"
         )
     options = server_options(tls)  # first, so bad certificate files are reported before endpoint syntax

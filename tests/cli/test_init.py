@@ -17,7 +17,8 @@ from twisted.internet import reactor
 
 from garlicfarm.cli.init import InitError, add_parser
 from garlicfarm.config import ConfigError, load_config
-from garlicfarm.farminit import busy_ports
+from garlicfarm.farminit import DEFAULT_BASE_PORT, METRICS_OFFSET, busy_ports
+from garlicfarm.metrics.config import metrics_config
 from garlicfarm.tls import NodeTLS, load_certificate, load_certified_key, server_endpoint
 
 
@@ -31,12 +32,14 @@ def init(*argv: str) -> str:
 
 
 def free_base(nodes: int) -> int:
-    """A base port with ``nodes`` free ports from it (the kernel's pick for one, then checked)."""
+    """A base port with ``nodes`` free ports from it, and as many for their metrics listeners (the
+    kernel's pick for one, then checked)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             base = int(s.getsockname()[1])
-        if base + nodes <= 65536 and not busy_ports(range(base, base + nodes)):
+        ports = [*range(base, base + nodes), *range(base + METRICS_OFFSET, base + METRICS_OFFSET + nodes)]
+        if base + METRICS_OFFSET + nodes <= 65536 and not busy_ports(ports):
             return base
     raise AssertionError("no free port range")
 
@@ -92,7 +95,11 @@ def test_every_config_loads_with_the_expected_values(farm: tuple[Path, int, str]
         assert (config.tls.cert, config.tls.key) == (directory / f"node-{k}.pem", directory / f"node-{k}.key")
         assert config.tls.pins == ()
         assert dict(config.peers) == {i: f"tcp://127.0.0.1:{base + i - 1}" for i in (1, 2, 3)}
-        assert set(config.extra) == {"app", "router", "publisher"}  # the Meta LS2: tests/cli/test_init_i2p.py
+        # the Meta LS2 (tests/cli/test_init_i2p.py), and the metrics listener on loopback
+        assert set(config.extra) == {"app", "router", "publisher", "metrics"}
+        metrics = metrics_config(config)
+        assert metrics.listen == f"tcp:{base + METRICS_OFFSET + k - 1}:interface=127.0.0.1"
+        assert not metrics.tls and metrics.username is None
         assert config.fsync  # durable unless a benchmark says otherwise
         # What the service does with it: load the TLS material and build the listening endpoint.
         NodeTLS.load(config.tls)
@@ -121,6 +128,54 @@ def test_summary_names_files_and_next_command(farm: tuple[Path, int, str]) -> No
     assert f"wrote a farm of 3 node(s) to {directory}" in out
     assert f"tcp://127.0.0.1:{base + 2}" in out
     assert f"garlicfarm run --config {directory / 'node-1.toml'}" in out
+
+
+def test_summary_names_the_metrics_listeners(farm: tuple[Path, int, str]) -> None:
+    _, base, out = farm
+    assert f"metrics on http://127.0.0.1:{base + METRICS_OFFSET + 2}/metrics" in out
+
+
+def test_the_default_ports_are_not_tors_and_are_unassigned() -> None:
+    assert DEFAULT_BASE_PORT == 22600  # 9001 is Tor's ORPort
+    # a default farm of 3: nodes, their metrics (+50) and scripts/run.sh's consoles (+100), all in
+    # 22556-22762, where IANA assigns nothing
+    ports = [DEFAULT_BASE_PORT + offset + k for offset in (0, METRICS_OFFSET, 100) for k in range(3)]
+    assert all(22556 <= p <= 22762 for p in ports)
+    services = Path("/etc/services")
+    if services.exists():
+        named = {line.split()[1] for line in services.read_text().splitlines() if line[:1].isalnum()}
+        assert not {f"{p}/tcp" for p in ports} & named
+
+
+def test_metrics_ports_can_be_moved_or_left_out(tmp_path: Path) -> None:
+    base = free_base(2)
+    metrics = free_base(2)  # two free ports (their own +50 unused here)
+    while abs(metrics - base) < 2:
+        metrics = free_base(2)
+    out = init(
+        str(tmp_path / "a"), "--nodes", "2", "--base-port", str(base), "--metrics-base-port", str(metrics)
+    )
+    assert metrics_config(load_config(tmp_path / "a" / "node-2.toml")).listen == (
+        f"tcp:{metrics + 1}:interface=127.0.0.1"
+    )
+    assert f"127.0.0.1:{metrics + 1}/metrics" in out
+    init(str(tmp_path / "b"), "--nodes", "2", "--base-port", str(base), "--no-metrics")
+    assert "[metrics]" not in (tmp_path / "b" / "node-1.toml").read_text()
+    with pytest.raises(InitError, match=r"metrics ports .* overlap the nodes' ports .*--metrics-base-port"):
+        init(
+            str(tmp_path / "c"),
+            "--nodes",
+            "3",
+            "--base-port",
+            str(base),
+            "--metrics-base-port",
+            str(base + 2),
+        )
+
+
+def test_a_busy_metrics_port_is_reported(tmp_path: Path) -> None:
+    with listening() as port, pytest.raises(InitError, match=rf"port {port} \(node 2's metrics\) is in use"):
+        init(str(tmp_path / "farm"), "--nodes", "3", "--base-port", str(port - 1 - METRICS_OFFSET))
 
 
 def test_second_init_refuses_without_force(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ class ProcFarm:
 
     def status(self, i: int) -> dict[str, Any] | None:
         result = cli("status", "--config", self.config(i), "--timeout", "5", check=False, timeout=20)
-        if result.returncode != 0:
+        if result.returncode not in (0, 2):  # 2: it answered, and knows no leader
             return None
         status: dict[str, Any] = json.loads(result.stdout)
         return status

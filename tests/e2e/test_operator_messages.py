@@ -49,7 +49,9 @@ def test_without_a_quorum_submit_says_no_leader_and_why(farm: ProcFarm) -> None:
     message = result.stderr.strip()
     assert "no leader after" in message and "no quorum" in message, message
     assert "Failure" not in message and "Traceback" not in message, message
-    line = cli("status", "--brief", "--config", farm.config(leader)).stdout
+    answer = cli("status", "--brief", "--config", farm.config(leader), check=False)
+    line = answer.stdout
     assert "no leader" in line or "leader " in line
+    assert answer.returncode == (2 if "no leader" in line else 0), answer.stderr
     tiny = cli("status", "--config", farm.config(leader), "--timeout", "0.001", check=False)
     assert "DNS" not in tiny.stderr and "Failure" not in tiny.stderr, tiny.stderr

@@ -109,3 +109,30 @@ def test_an_unknown_key_is_refused(tmp_path: Path) -> None:
 )
 def test_loopback(listen: str, loopback: bool) -> None:
     assert is_loopback(listen) is loopback
+
+
+def test_tls_on_loopback_when_asked(tmp_path: Path) -> None:
+    config = load(
+        '[metrics]\nlisten = 22650\ntls = true\nusername = "prom"\npassword_file = "metrics-credentials"\n',
+        tmp_path,
+        tls=True,
+    )
+    assert config.listen == "tcp:22650:interface=127.0.0.1" and config.tls
+    assert not load("[metrics]\nlisten = 22650\ntls = false\n", tmp_path, tls=True).tls
+
+
+@pytest.mark.parametrize(
+    ("extra", "tls", "error"),
+    [
+        ("listen = 22650\ntls = true", False, r"\[metrics\] tls = true needs \[tls\]"),
+        ('listen = 22650\ntls = "yes"', True, r"\[metrics\] tls must be true or false"),
+        (
+            'listen = "tcp:22650"\ntls = false\nusername = "p"\npassword_file = "f"',
+            True,
+            "tls = false, but listen 'tcp:22650' is not on loopback",
+        ),
+    ],
+)
+def test_tls_option_errors(tmp_path: Path, extra: str, tls: bool, error: str) -> None:
+    with pytest.raises(ConfigError, match=error):
+        load(f"[metrics]\n{extra}\n", tmp_path, tls=tls)

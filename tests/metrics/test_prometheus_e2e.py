@@ -76,10 +76,17 @@ class MetricsFarm(ProcFarm):
         self.base = base
         self.metrics_ports = {i: base + NODES + i - 1 for i in range(1, NODES + 1)}
         self.prometheus_port = base + 2 * NODES
-        cli("init", str(directory), "--nodes", str(NODES), "--base-port", str(base))
-        for i, port in self.metrics_ports.items():
-            with open(self.config(i), "a") as f:
-                f.write(f"\n[metrics]\nlisten = {port}\n")
+        metrics = str(self.metrics_ports[1])
+        cli(
+            "init",
+            str(directory),
+            "--nodes",
+            str(NODES),
+            "--base-port",
+            str(base),
+            "--metrics-base-port",
+            metrics,
+        )
         self.procs = {}
 
     def node_of(self, instance: str) -> int:
