@@ -9,6 +9,8 @@ GARLICFARM_SYSTEM_PACKAGES=(
     chromium       # /usr/bin/chromium: the headless browser Playwright drives in tests/admin (no download)
     openjdk-17-jre-headless  # java for Spark: garlicfarm pipeline and tests/pipeline
     prometheus     # /usr/bin/prometheus, promtool: docs/alerts.yml's tests and tests/metrics' e2e scrape
+    # LazyFS (third_party/lazyfs, built by scripts/build-lazyfs.sh): tests/powerloss
+    fuse3 libfuse3-dev cmake g++ make libspdlog-dev libtoml11-dev
 )
 
 garlicfarm_system_deps() {

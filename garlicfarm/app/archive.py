@@ -41,10 +41,26 @@ class TelemetryArchive:
         self.server_id = server_id
         self.retention_days = retention_days
         self.dir.mkdir(parents=True, exist_ok=True)
-        mark = self.dir / _MARK
-        self.last_index = int(mark.read_text()) if mark.exists() else 0
+        self.last_index = self._read_mark()
         self._today: str | None = None
         self._failures = 0
+        #: the files appended to since the start: each one's end was checked for a torn last line
+        self._opened: set[Path] = set()
+
+    def _read_mark(self) -> int:
+        """The last index archived. A mark a crash or a power loss left empty or torn is not fatal:
+        the records the log replays are archived again, and the pipeline drops the duplicates."""
+        mark = self.dir / _MARK
+        try:
+            return int(mark.read_text()) if mark.exists() else 0
+        except (OSError, ValueError) as e:
+            self.log.warn(
+                "telemetry archive: {mark} is unreadable ({why}); records replayed now are archived again"
+                " (the pipeline drops duplicates)",
+                mark=mark,
+                why=e,
+            )
+            return 0
 
     def append(self, index: int, record: StatusRecord) -> None:
         if index <= self.last_index:
@@ -76,12 +92,22 @@ class TelemetryArchive:
             sort_keys=True,
             ensure_ascii=False,
         )
-        with open(partition / f"node-{self.server_id}.jsonl", "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        path = partition / f"node-{self.server_id}.jsonl"
+        with open(path, "a+b") as f:
+            if path not in self._opened:
+                self._opened.add(path)
+                f.seek(0, os.SEEK_END)
+                if f.tell():  # a line a crash cut short must not swallow the next one
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        f.write(b"\n")
+            f.write(line.encode() + b"\n")
         self.last_index = index
         # The mark may lag the lines by one after a crash; a replayed line is then written twice, and
-        # the pipeline de-duplicates by (id, date) anyway.
-        (self.dir / _MARK).write_text(str(index))
+        # the pipeline de-duplicates by (id, date) anyway. Replaced whole: a crash leaves the old one.
+        temporary = self.dir / (_MARK + ".tmp")
+        temporary.write_text(str(index))
+        os.replace(temporary, self.dir / _MARK)
 
     def _expire(self, today: str) -> None:
         if today < "1970-01-02":

@@ -563,6 +563,11 @@ class RaftDriver:
             )
             if sync and hard is not None:
                 # the store holds it once this write ends; every later write comes after it
+                if hard.voted_for is not None and (hard.term, hard.voted_for) != self._durable_vote:
+                    # a line per vote, so that a vote given twice in one term (across a crash) shows
+                    self.log.info(
+                        "vote in term {term}: server {candidate}", term=hard.term, candidate=hard.voted_for
+                    )
                 self._durable_vote = (hard.term, hard.voted_for)
             if not early:
                 self._floor = self._writes_given

@@ -1,0 +1,47 @@
+"""The telemetry archive after a crash or a power loss: an empty or torn mark, a torn last line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from twisted.logger import LogLevel, formatEvent, globalLogPublisher
+
+from garlicfarm.app.archive import TelemetryArchive
+from garlicfarm.app.schema import parse_entry
+from tests.app.records import record
+
+DATE = 1_700_000_000_000
+
+
+def _record(server: int, date: int) -> Any:
+    return parse_entry(json.dumps(record(server, date)).encode(), "farm")
+
+
+def test_an_empty_mark_is_said_and_the_archive_starts_again(tmp_path: Path) -> None:
+    (tmp_path / ".last-index").write_text("")  # a power loss dropped what was written
+    events: list[Any] = []
+    observer: Any = events.append
+    globalLogPublisher.addObserver(observer)
+    try:
+        archive = TelemetryArchive(tmp_path, 1)
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    assert archive.last_index == 0
+    [warning] = [formatEvent(e) for e in events if e.get("log_level") == LogLevel.warn]
+    assert "is unreadable" in warning and "archived again" in warning
+    archive.append(5, _record(1, DATE))
+    assert TelemetryArchive(tmp_path, 1).last_index == 5
+
+
+def test_a_torn_last_line_does_not_swallow_the_next(tmp_path: Path) -> None:
+    archive = TelemetryArchive(tmp_path, 1)
+    archive.append(1, _record(1, DATE))
+    [path] = tmp_path.glob("date=*/node-1.jsonl")
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole[:17])  # the second line cut short by a crash
+    TelemetryArchive(tmp_path, 1).append(2, _record(1, DATE + 1))
+    lines = path.read_bytes().split(b"\n")
+    assert lines[1] == whole[:17]
+    assert json.loads(lines[2])["index"] == 2 and lines[3] == b""
