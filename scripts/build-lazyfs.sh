@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds LazyFS (third_party/lazyfs: the FUSE file system that keeps unsynced writes in its own cache
-# and drops them on command, as a power loss would) into .cache/lazyfs, and prints the binary's path.
+# and drops them on command, as a power loss would) into ~/.cache/garlicfarm/lazyfs (kept across
+# clones), and prints the binary's path.
 #
 #   scripts/build-lazyfs.sh [BUILD_DIR]
 #
@@ -10,7 +11,7 @@
 # are unchanged. Used by tests/powerloss; safe to run by hand.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$here/.cache/lazyfs}
+build=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/garlicfarm/lazyfs}
 src=$here/third_party/lazyfs
 stamp=$(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 binary=$build/tree/lazyfs/build/lazyfs
