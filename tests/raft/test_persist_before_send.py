@@ -31,6 +31,22 @@ def test_vote_grant_and_voted_for_in_same_ready() -> None:
     assert rd.hard_state == HardState(term=2, voted_for=2, commit=0)
 
 
+def test_a_vote_in_a_term_already_adopted_is_persisted_with_its_grant() -> None:
+    """The term alone was durable before (adopted earlier, no vote): the grant's Ready must still carry
+    the vote. Without it, a crash after the reply forgets the vote and the node can vote again in the
+    same term (the simulator found that double vote when this was left out)."""
+    c = Cluster(3, PAPER, stores={1: store_with((), HardState(term=2))})
+    c.step(1, vote(2, 1, term=2, last_index=0, last_term=0))
+    rd = c.ready(1)
+    (reply,) = rd.replies
+    assert reply.message.accepted
+    assert rd.hard_state == HardState(term=2, voted_for=2, commit=0)
+    # asked again (a resent request), the node answers the same and has nothing new to persist
+    c.step(1, vote(2, 1, term=2, last_index=0, last_term=0))
+    again = c.ready(1)
+    assert again.replies[0].message.accepted and again.hard_state is None
+
+
 def test_pre_vote_grant_persists_nothing() -> None:
     """§9.6: a pre-vote grant promises nothing, so its Ready has no hard state to persist."""
     c = Cluster(3, GUARDED, stores={1: store_with((), HardState(term=1))})
