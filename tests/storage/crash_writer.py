@@ -4,7 +4,8 @@ Before each write it prints what it is about to do, and after the write returns 
 the parent knows which writes were acknowledged (they must survive) and which one was in flight (it may
 or may not have). Entry contents follow from (index, term), so the parent can rebuild them exactly.
 
-Usage: crash_writer.py PATH SEED
+Usage: crash_writer.py PATH SEED [nofsync]   (nofsync: a store that never fsyncs, which must lose data
+to a power loss: tests/powerloss)
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def entry_for(index: int, term: int) -> LogEntry:
     return LogEntry(term, Application(f"<{index}:{term}>".encode() * (1 + (index * 7919 + term) % 60)))
 
 
-def main(path: str, seed: int) -> None:
+def main(path: str, seed: int, fsync: bool = True) -> None:
     rng = random.Random(seed)
-    store = SQLiteLogStore(path)
+    store = SQLiteLogStore(path, fsync=fsync)
     state = store.load()
     first, last = state.first_index, state.first_index + len(state.entries) - 1
     term = state.hard_state.term
@@ -59,4 +60,4 @@ def main(path: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), fsync=sys.argv[3:] != ["nofsync"])
