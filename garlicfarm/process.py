@@ -7,6 +7,15 @@ its process, its garbage collector included.
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
+
+from twisted.internet.error import CannotListenError
+from twisted.python.failure import Failure
+
+from garlicfarm.config import ConfigError
+
+if TYPE_CHECKING:
+    from garlicfarm.service import GarlicFarmService
 
 
 def settle_startup_objects() -> None:
@@ -16,3 +25,22 @@ def settle_startup_objects() -> None:
     collections went from ~24 ms each to ~3 ms, and committed entries/s rose by about 15 %."""
     gc.collect()
     gc.freeze()
+
+
+def listen_failed(listen: str, what: str, failure: Failure) -> ConfigError:
+    """A listener of ``what`` (``[admin] listen``) that could not bind, as one line."""
+    error = failure.value
+    reason = error.socketError if isinstance(error, CannotListenError) else failure.getErrorMessage()
+    return ConfigError(f"cannot listen on {listen} ({what}): {reason}")
+
+
+def start_node(service: GarlicFarmService) -> str | None:
+    """Start ``service``; None, or the one line that says why it could not start (a busy port of
+    any of its listeners, a certificate it cannot load). The caller ends the process with status 1."""
+    try:
+        service.startService()
+    except CannotListenError as e:
+        return f"cannot listen on {service.config.listen}: {e.socketError}"
+    except (ConfigError, OSError) as e:
+        return str(e) if isinstance(e, ConfigError) else f"{e.strerror}: {e.filename}"
+    return None

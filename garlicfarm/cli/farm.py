@@ -287,10 +287,9 @@ def _membership(
 def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     """Run one node in the foreground (what `twistd -n garlicfarm --config FILE` does)."""
     from twisted.internet import reactor
-    from twisted.internet.error import CannotListenError
     from twisted.logger import globalLogBeginner
 
-    from garlicfarm.process import settle_startup_objects
+    from garlicfarm.process import settle_startup_objects, start_node
     from garlicfarm.service import GarlicFarmService
 
     config = _config(args)
@@ -298,14 +297,17 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         service = GarlicFarmService(config, reactor, exit_on_failure=True)
     except (ConfigError, StorageError) as e:
         raise FarmCommandError(str(e)) from None
-    globalLogBeginner.beginLoggingTo([log_observer(sys.stderr, args.log_level, args.log_format)])
+    # stderr stays the terminal's: the command's last line is its one-line error, not a log event
+    globalLogBeginner.beginLoggingTo(
+        [log_observer(sys.stderr, args.log_level, args.log_format)], redirectStandardIO=False
+    )
     refused: list[str] = []
 
     def start() -> None:
-        try:
-            service.startService()
-        except CannotListenError as e:  # a busy port: one line and a non-zero exit, not a traceback
-            refused.append(f"cannot listen on {config.listen}: {e.socketError}")
+        # a busy port (Raft, [admin], [metrics]): one line and a non-zero exit, not a traceback
+        error = start_node(service)
+        if error is not None:
+            refused.append(error)
             reactor.stop()
             return
         settle_startup_objects()
