@@ -34,13 +34,23 @@ def listen_failed(listen: str, what: str, failure: Failure) -> ConfigError:
     return ConfigError(f"cannot listen on {listen} ({what}): {reason}")
 
 
+def why_not_started(service: GarlicFarmService, error: Exception) -> str | None:
+    """The one line that says why ``service`` could not start (a busy port of any of its listeners, a
+    certificate it cannot load), or None for an error that is not one of those."""
+    if isinstance(error, CannotListenError):
+        return f"cannot listen on {service.config.listen}: {error.socketError}"
+    if isinstance(error, ConfigError):
+        return str(error)
+    if isinstance(error, OSError):
+        return f"{error.strerror}: {error.filename}"
+    return None
+
+
 def start_node(service: GarlicFarmService) -> str | None:
-    """Start ``service``; None, or the one line that says why it could not start (a busy port of
-    any of its listeners, a certificate it cannot load). The caller ends the process with status 1."""
+    """Start ``service``; None, or why it could not (:func:`why_not_started`). The caller ends the
+    process with status 1."""
     try:
         service.startService()
-    except CannotListenError as e:
-        return f"cannot listen on {service.config.listen}: {e.socketError}"
-    except (ConfigError, OSError) as e:
-        return str(e) if isinstance(e, ConfigError) else f"{e.strerror}: {e.filename}"
+    except (CannotListenError, ConfigError, OSError) as e:
+        return why_not_started(service, e)
     return None

@@ -17,6 +17,7 @@ from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
+from garlicfarm.logs import LOG_LEVELS, log_observer
 from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.net.endpoints import EndpointRefused, parse_network_endpoint
 from garlicfarm.storage import StorageError
@@ -319,41 +320,6 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         raise FarmCommandError(refused[0])
     if service.failure is not None:
         raise FarmCommandError(f"node {config.id} stopped: {service.failure.getErrorMessage()}")
-
-
-LOG_LEVELS = ("debug", "info", "warn", "error", "critical")
-
-
-def log_observer(stream: TextIO, level: str = "info", fmt: str = "text") -> Any:
-    """Events at ``level`` and above, as text lines or one JSON object a line."""
-    from twisted.logger import (
-        FilteringLogObserver,
-        LogLevel,
-        LogLevelFilterPredicate,
-        jsonFileLogObserver,
-        textFileLogObserver,
-    )
-
-    # Sub-second times: elections and handovers take milliseconds, and an operator compares nodes' logs.
-    text = textFileLogObserver(stream, timeFormat="%Y-%m-%dT%H:%M:%S.%f%z")
-    base = jsonFileLogObserver(stream) if fmt == "json" else text
-    return FilteringLogObserver(
-        base, [LogLevelFilterPredicate(LogLevel.levelWithName(level)), _quiet_retries(level)]
-    )
-
-
-def _quiet_retries(level: str) -> Any:
-    """ClientService's "Scheduling retry N to connect <_WrapperEndpoint object at 0x...>" names no
-    peer; the node logs one line per link going up or down instead. Shown at debug."""
-    from twisted.logger import LogLevel, PredicateResult
-
-    def predicate(event: dict[str, Any]) -> Any:
-        noisy = event.get("log_namespace", "").startswith("twisted.application._client_service")
-        if noisy and event.get("log_level") == LogLevel.info and level != "debug":
-            return PredicateResult.no
-        return PredicateResult.maybe
-
-    return predicate
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from twisted.logger import Logger, LogPublisher
 
-from garlicfarm.cli.farm import log_observer
 from garlicfarm.farminit import FarmSpec, create_farm
+from garlicfarm.logs import log_observer
 from garlicfarm.storage import SQLiteLogStore
 
 
