@@ -20,6 +20,7 @@ from twisted.python.failure import Failure
 
 from garlicfarm.config import TLSConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
+from garlicfarm.handshake.events import Failure as HandshakeFailure
 from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits, RequestTimeout
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
 from garlicfarm.wire import NO_LEADER, Request, Response
@@ -27,6 +28,10 @@ from garlicfarm.wire import NO_LEADER, Request, Response
 
 class ClientError(Exception):
     """The farm could not do what was asked; the message says why."""
+
+
+class AuthenticationRefused(ClientError):
+    """A node answered 401 to our credentials: no retry, nor any other node, can help."""
 
 
 class FarmAccess(Protocol):
@@ -93,6 +98,12 @@ class FarmClient:
             except ConnectionClosed as e:
                 if "reconnecting" in str(e):
                     continue  # the challenge is cached now: the next connection goes straight in
+                refused = connection.handshake_failure
+                if refused is not None and refused.reason is HandshakeFailure.AUTH_FAILED:
+                    raise AuthenticationRefused(
+                        f"{uri}: authentication refused (HTTP 401 to user {client_config.username!r}: "
+                        "check the username and password)"
+                    ) from None
                 raise ClientError(f"{uri}: {e}") from None
             assert connection.upgraded is not None
             self._learn_members(connection.upgraded.header("GarlicFarm-Members"))
@@ -179,6 +190,8 @@ class FarmClient:
                     failed = False
                 finally:
                     self._done_with(target, connection, failed)
+            except AuthenticationRefused as e:
+                raise AuthenticationRefused(f"{_prefix(what)}{e}") from None  # waiting would not help
             except (ClientError, ConnectionClosed, RequestTimeout) as e:
                 unreachable[target] = str(e)
                 self._last_leader = None

@@ -419,6 +419,8 @@ class ClientConnection(Protocol):
         self.upgraded: Upgraded | None = None
         self.ready: Deferred[ClientConnection] = Deferred()
         self._why = "connection closed"
+        #: why the handshake failed (a 401 to our credentials, a 404 ...), when it did
+        self.handshake_failure: Failed | None = None
         self._dropping = False
         #: the connection is gone: requests fail at once (a caller may still hold it)
         self.lost = False
@@ -440,6 +442,7 @@ class ClientConnection(Protocol):
                     self._why = f"challenge received ({event.reason}); reconnecting"
                     self.transport.loseConnection()  # type: ignore[union-attr]
                 elif isinstance(event, Failed):
+                    self.handshake_failure = event
                     self._drop(f"handshake failed: {event}")
                 elif isinstance(event, Upgraded):
                     self._upgraded(event)
