@@ -170,16 +170,7 @@ def _add_by_console(config: NodeConfig, console: AdminClient, server: int, endpo
 
 def _add_by_raft(config: NodeConfig, args: argparse.Namespace) -> None:
     request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
-    try:
-        _membership(config, request, f"add server {args.id}", args.timeout, new=(args.id, args.endpoint))
-    except FarmCommandError as e:
-        if "refused by the leader" in str(e):
-            raise FarmCommandError(
-                f"{e}: {args.endpoint} did not answer or did not catch up in time, its endpoint is not "
-                "tcp://host:port, i2p://….b32.i2p or tor://….onion:port, or another change is under way "
-                "(the leader's log says which)"
-            ) from None
-        raise
+    _membership(config, request, f"add server {args.id}", args.timeout, new=(args.id, args.endpoint))
 
 
 def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:

@@ -23,7 +23,7 @@ from garlicfarm.handshake import ChallengeCache, ClientConfig
 from garlicfarm.handshake.events import Failure as HandshakeFailure
 from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits, RequestTimeout
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
-from garlicfarm.wire import NO_LEADER, Request, Response
+from garlicfarm.wire import NO_LEADER, AddServerRequest, RemoveServerRequest, Request, Response
 
 
 class ClientError(Exception):
@@ -217,7 +217,8 @@ class FarmClient:
                     target = named
                     continue
                 if leader == response.source:
-                    raise ClientError(f"{_prefix(what)}refused by the leader (server {leader})")
+                    cause = await self.change_cause(target, request)
+                    raise ClientError(f"{_prefix(what)}refused by the leader (server {leader}){cause}")
             tried.add(target)
             if waited >= self.timeout:
                 raise ClientError(self._no_leader(what, waited, unreachable))
@@ -225,6 +226,19 @@ class FarmClient:
             waited += delay
             delay = min(delay * 2, 2.0)
             target = self._next_target(tried)
+
+    async def change_cause(self, uri: str, request: Request) -> str:
+        """``: why`` the leader at ``uri`` refused the membership change ``request`` (its status keeps
+        the last cause: the protocol's answer has no room for one); empty for other requests."""
+        if not isinstance(request, AddServerRequest | RemoveServerRequest) or not request.entries:
+            return ""
+        try:
+            refused = (await self.status(uri)).get("change_refused") or {}
+        except Exception:
+            return ""
+        if refused.get("server") != getattr(request.entries[0].value, "id", None):
+            return ""
+        return f": {refused.get('why')}"
 
     def _no_leader(self, what: str, waited: float, unreachable: dict[str, str]) -> str:
         known = len(set(self.endpoints.values()) | {self.config.endpoint})

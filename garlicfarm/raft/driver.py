@@ -159,6 +159,7 @@ class RaftDriver:
         self.reactor = reactor
         self.transport = transport
         self.tick_seconds = tick_seconds
+        core.tick_seconds = tick_seconds
         self.submit_timeout = submit_timeout
         #: how long an Add/RemoveServerRequest may wait for its outcome
         self.change_timeout = change_timeout
@@ -325,10 +326,20 @@ class RaftDriver:
             if not response.accepted:
                 if not self.core.is_leader():
                     raise NotLeader(self.core.leader_id, self.core.leader_endpoint())
-                raise ChangeRefused(f"cannot {what}: refused by the leader (it did not catch up, or lost)")
+                raise ChangeRefused(f"cannot {what}: {self._change_refusal(request)}")
 
         # handle_request logs the change when asked and when decided (_log_change): one line each
         return self.handle_request(request).addCallback(done)
+
+    def _change_refusal(self, request: Request) -> str:
+        """Why the leader refused the membership change ``request`` (the core keeps the last cause)."""
+        refused = self.core.change_refused
+        server = getattr(request.entries[0].value, "id", None) if request.entries else None
+        if refused is not None and refused[0] == server:
+            return refused[1]
+        if not self.core.is_leader():
+            return "this server is not the leader"
+        return "refused by the leader (its log says why)"
 
     def handle_request(self, request: Request) -> Deferred[Response]:
         """Serve a request from a peer or client; fires with the response to send back."""
@@ -402,7 +413,7 @@ class RaftDriver:
         self.log.info("{what}: asked", what=what)
 
         def ended(response: Response) -> Response:
-            result = "done" if response.accepted else "refused (not the leader, busy, or it did not catch up)"
+            result = "done" if response.accepted else f"refused: {self._change_refusal(request)}"
             self.log.info("{what}: {result}", what=what, result=result)
             return response
 
