@@ -238,8 +238,43 @@ def run_console_action(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
     else:
         body = {}
     action = "import" if args.action == "import-config" else args.action
-    answer = _ask_console(console, _action_path(config, action), body)
+    if action == "step-down":
+        answer = _run_reactor(lambda reactor: _step_down(reactor, config, console, args.timeout))
+    else:
+        answer = _ask_console(console, _action_path(config, action), body)
     stdout.write(json.dumps(answer["result"], indent=2) + "\n")
+
+
+async def _step_down(reactor: Any, config: NodeConfig, console: AdminClient, timeout: float) -> Any:
+    """Ask this node's console; on a follower, forward to the leader's console (found in the leader's
+    status), with this node's console credentials. Fails naming the leader and its console."""
+    console.reactor = reactor
+    path = _action_path(config, "step-down")
+    try:
+        return await console.post(path, {})
+    except AdminClientError as e:
+        leader = e.answer.get("leader")
+        if not isinstance(leader, int) or leader == config.id or "not the leader" not in str(e):
+            raise
+        refused = e
+    client = FarmClient(reactor, config, timeout=timeout)
+    members = {int(m["id"]): m.get("endpoint") for m in (await client.status())["members"]}
+    endpoint = config.peers.get(leader) or members.get(leader)
+    if endpoint is None:
+        raise FarmCommandError(f"{refused}; server {leader}'s endpoint is not known here")
+    url = (await client.status(endpoint)).get("admin_url")
+    if url is None:
+        raise FarmCommandError(
+            f"server {config.id} is not the leader; server {leader} leads (at {endpoint}) and has no "
+            "console: run step-down with its configuration"
+        )
+    there = AdminClient(reactor, url, console.username, console.password, config.tls, timeout)
+    try:
+        return await there.post(path, {})
+    except AdminClientError as e:
+        raise FarmCommandError(
+            f"server {config.id} is not the leader; server {leader} leads, its console at {url} answered: {e}"
+        ) from None
 
 
 def _read(path: str) -> str:
@@ -382,7 +417,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("publish", "publish the Meta LS2 again now (on the publisher's node)"),
         (
             "step-down",
-            "hand the leadership to another member now, without an election timeout (on the leader's node)",
+            "hand the leadership to another member now, without an election timeout (on a follower's node: "
+            "forwarded to the leader's console)",
         ),
         ("export-config", "print the farm's configuration (members, exclusions, settings) as JSON"),
         ("import-config", "bring the farm to an exported configuration (adds members, aligns exclusions)"),
