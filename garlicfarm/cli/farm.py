@@ -85,7 +85,7 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     if args.brief:
         members = ",".join(str(m["id"]) for m in status["members"])
         leader = "no leader" if status["leader"] is None else f"leader {status['leader']}"
-        flags = "  REMOVED" if status.get("removed") else ""
+        flags = "  REMOVED from the farm: stop it or add it back" if status.get("removed") else ""
         if status.get("stopped_by"):
             flags += f"  STOPPED: {status['stopped_by']}"
         if status.get("clock_warning"):

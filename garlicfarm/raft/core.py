@@ -267,6 +267,16 @@ class RaftCore:
         # the configuration in force at the commit index: what is known to be decided
         return self.id in self.voters() or self.id in self.config_at(self.commit).ids()
 
+    def removal_index(self) -> int | None:
+        """The index of the committed configuration that left this server out, when a configuration
+        before it had it as a member (a server waiting to be invited was never removed); else None."""
+        committed = [(at, config) for at, config in self._configs if at <= self.commit]
+        if not committed or self.id in committed[-1][1].ids():
+            return None
+        if not any(self.id in config.ids() for _at, config in committed):
+            return None
+        return committed[-1][0]
+
     def change_refusal(self) -> str | None:
         """Why a configuration change cannot start now, or None if it can."""
         if self.role is not Role.LEADER:
@@ -316,6 +326,7 @@ class RaftCore:
             "stopped_by": self.stopped_by,
             "id": self.id,
             "role": self.role.value,
+            "removed": self.removed,
             "term": self.term,
             "leader": self.leader_id,
             "commit_index": self.commit,
@@ -323,7 +334,6 @@ class RaftCore:
             "applied_index": self.applied,
             "members": [{"id": s.id, "endpoint": s.endpoint} for s in self.config.servers],
             "snapshot_index": self.log.snapshot_index,
-            "removed": self.removed,
             "joining": None if self._joining is None else self._joining.server.id,
             "join_refusal": self.join_refusal,
             "change_refused": None

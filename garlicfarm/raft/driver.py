@@ -196,6 +196,8 @@ class RaftDriver:
         #: called with the new leader's id (None: none known) when it changes
         self.on_leader_change: list[Callable[[int | None], None]] = []
         self._seen: tuple[str, int, int | None] = (core.role.value, core.term, core.leader_id)
+        #: the index of the configuration that removed this server, once said (see _check_removed)
+        self._removed_at: int | None = None
         #: callers of transfer_leadership waiting for the handover (or for it to be abandoned)
         self._transfers: list[Deferred[int | None]] = []
         #: timeout length -> (deadline, handle) of requests that fail with CommitTimeout then
@@ -728,6 +730,7 @@ class RaftDriver:
         """One info line per change of role, term or leader (elections, step-downs, new leaders)."""
         core = self.core
         seen = (core.role.value, core.term, core.leader_id)
+        self._check_removed()
         self._check_transfer()
         self._alarm_conflicts()
         if seen == self._seen:
@@ -749,6 +752,26 @@ class RaftDriver:
                 self.log.info("server {leader} leads term {term}", leader=seen[2], term=seen[1])
             for callback in self.on_leader_change:
                 callback(seen[2])
+
+    def _check_removed(self) -> None:
+        """Say once, plainly, that this server is no longer a member (a committed configuration left
+        it out, or the leader told it to leave): it keeps running, but votes and serves no more."""
+        core = self.core
+        index = core.removal_index()
+        if index is None and core.removed:
+            index = core.config_index
+        if index is None or not (core.removed or core.id not in core.voters()):
+            self._removed_at = None
+            return
+        if index == self._removed_at:
+            return
+        self._removed_at = index
+        core.removed = True
+        self.log.warn(
+            "this server was removed from the farm at index {index}; it no longer votes or serves; "
+            "stop it or add it back",
+            index=index,
+        )
 
     def _alarm_conflicts(self) -> None:
         """A second claimant to a term's leadership is an alarm: logged at once when it is new, then
