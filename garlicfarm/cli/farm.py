@@ -15,6 +15,7 @@ from twisted.python.failure import Failure
 from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import admin_url
+from garlicfarm.app.schema import ignored_reason
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
 from garlicfarm.logs import LOG_LEVELS, log_observer
@@ -115,6 +116,13 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         return response.next_index - 1
 
     index = _run_reactor(job)
+    ignored = ignored_reason(data, config.cluster)
+    if ignored is not None:  # committed all the same: say that it does nothing, and why
+        sys.stderr.write(
+            f"garlicfarm submit: warning: entry {index} is committed but ignored by the farm's application "
+            f'({ignored}): its records are JSON objects with "cluster": {json.dumps(config.cluster)} '
+            '(status records, admin commands: docs/protocol.md, "Application layer")\n'
+        )
     if COMMIT_ACK in client.leader_features:
         stdout.write(f"{index}\n")  # a garlicfarm leader answers once the entry committed
     else:
