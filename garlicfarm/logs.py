@@ -8,12 +8,15 @@ from typing import IO, Any
 from twisted.logger import (
     FilteringLogObserver,
     ILogObserver,
+    LogEvent,
     LogLevel,
     LogLevelFilterPredicate,
     PredicateResult,
+    formatEvent,
     jsonFileLogObserver,
     textFileLogObserver,
 )
+from zope.interface import implementer
 
 LOG_LEVELS = ("debug", "info", "warn", "error", "critical")
 #: sub-second times: elections and handovers take milliseconds, and an operator compares nodes' logs
@@ -22,12 +25,26 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"
 
 def log_observer(stream: IO[Any], level: str = "info", fmt: str = "text") -> ILogObserver:
     """Events at ``level`` and above, as text lines or one JSON object a line."""
+    json = fmt == "json"
     base = (
-        jsonFileLogObserver(stream) if fmt == "json" else textFileLogObserver(stream, timeFormat=TIME_FORMAT)
+        with_text(jsonFileLogObserver(stream))
+        if json
+        else textFileLogObserver(stream, timeFormat=TIME_FORMAT)
     )
     return FilteringLogObserver(
         base, [LogLevelFilterPredicate(LogLevel.levelWithName(level)), _quiet_retries(level)]
     )
+
+
+def with_text(observer: ILogObserver) -> ILogObserver:
+    """``observer`` given each event with its rendered message as ``text`` (a JSON line otherwise
+    holds only the format string and its fields)."""
+
+    def add_text(event: LogEvent) -> None:
+        observer(dict(event, text=formatEvent(event)))
+
+    wrapped: ILogObserver = implementer(ILogObserver)(add_text)
+    return wrapped
 
 
 def _quiet_retries(level: str) -> Any:
