@@ -309,7 +309,8 @@ class RaftDriver:
         if not core.is_leader():
             self._end_transfers(self._handing_to)
         elif core.transfer_target is None:
-            self.log.warn("the leadership handover did not complete within an election timeout; leading on")
+            # nothing to act on: this node leads on (a stopping node stops, and the farm elects)
+            self.log.info("the leadership handover did not complete within an election timeout; leading on")
             self._end_transfers(None)
 
     def _end_transfers(self, result: int | None) -> None:
