@@ -202,6 +202,8 @@ class RaftCore:
         self._leaving: dict[int, tuple[int, str | None]] = {}
         #: told to leave the cluster: never campaigns until invited back
         self.removed = False
+        #: the leader's commit index when it told this server to leave (see _handle_leave)
+        self.removed_by: int | None = None
         #: why the driver stopped this node (see ``halt``), or None while it runs
         self.stopped_by: str | None = None
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
@@ -1207,6 +1209,9 @@ class RaftCore:
 
     def _handle_leave(self, m: LeaveClusterRequest, handle: int) -> None:
         self.removed = True
+        # the leader commits the configuration that leaves us out before it says so: by this index
+        # (we never receive that configuration: a leader replicates it to its members only)
+        self.removed_by = m.commit_index or None
         self.leader_id = None
         self._reply(handle, m, accepted=True)
 

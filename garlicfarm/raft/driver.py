@@ -760,7 +760,7 @@ class RaftDriver:
         core = self.core
         index = core.removal_index()
         if index is None and core.removed:
-            index = core.config_index
+            index = core.removed_by or core.config_index
         if index is None or not (core.removed or core.id not in core.voters()):
             self._removed_at = None
             return
