@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall
 
 from garlicfarm.config import TLSConfig
-from garlicfarm.net.client import ClientError, FarmClient
+from garlicfarm.net.client import AuthenticationRefused, ClientError, FarmClient
 from garlicfarm.wire import (
     AddServerRequest,
     Application,
@@ -35,7 +35,7 @@ from garlicfarm.wire import (
     Response,
 )
 
-__all__ = ["ClientError", "ClientSettings", "GarlicFarmClient"]
+__all__ = ["AuthenticationRefused", "ClientError", "ClientSettings", "GarlicFarmClient"]
 
 
 def _as_tuple(endpoints: Iterable[str]) -> tuple[str, ...]:
@@ -151,7 +151,7 @@ class GarlicFarmClient:
                     Deferred.fromCoroutine(self._send([item]))
                 return
             for _, d in batch:
-                d.errback(ClientError(str(e)))
+                d.errback(type(e)(str(e)))
             return
         except Exception as e:
             for _, d in batch:

@@ -291,6 +291,7 @@ class GarlicFarmService(MultiService):
             except EndpointRefused as e:
                 self.log.warn("refused to add server {id}: {why}", id=server.id, why=e)
                 core = self.driver.core
+                core.change_refused = (server.id, f"its endpoint is refused: {e}")
                 leader = NO_LEADER if core.leader_id is None else core.leader_id
                 return succeed(AddServerResponse(source=core.id, destination=leader, term=core.term))
         return self.driver.handle_request(request)

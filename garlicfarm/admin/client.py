@@ -27,6 +27,11 @@ from garlicfarm.net.client import plain_reason
 class AdminClientError(Exception):
     """The console refused or failed; the message is its answer."""
 
+    def __init__(self, message: str, answer: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        #: the console's JSON answer to a refused action (``leader``, ...), when it sent one
+        self.answer = answer or {}
+
 
 @implementer(IPolicyForHTTPS)
 class _FarmTLS:
@@ -111,7 +116,7 @@ class AdminClient:
             except ValueError:
                 raise AdminClientError(f"{self.url}{path}: HTTP {response.code}, not JSON") from None
             if response.code >= 400:
-                raise AdminClientError(answer.get("error", f"HTTP {response.code}"))
+                raise AdminClientError(answer.get("error", f"HTTP {response.code}"), answer)
             return answer
         raise AdminClientError(f"{self.url}: the console refused the credentials")
 

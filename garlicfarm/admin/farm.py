@@ -20,6 +20,7 @@ from garlicfarm.admin.history import LEVELS, HealthHistory
 from garlicfarm.app import scoring
 from garlicfarm.app.members import health
 from garlicfarm.app.state import FarmState
+from garlicfarm.net.client import FarmClient
 from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader
 from garlicfarm.wire import NO_LEADER, AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
 
@@ -312,11 +313,20 @@ class FarmHandle:
             raise _as_action_error(e, what) from None
         if not response.accepted:
             if response.destination in (NO_LEADER, leader):
+                cause = await self._leader_cause(leader, request)
                 raise ActionError(
-                    409, f"cannot {what}: the leader (server {leader}) refused it", leader=leader
+                    409, f"cannot {what}: the leader (server {leader}) refused it{cause}", leader=leader
                 )
             raise ActionError(503, f"cannot {what}: leadership is changing; try again", leader=leader)
         return leader
+
+    async def _leader_cause(self, leader: int, request: AddServerRequest | RemoveServerRequest) -> str:
+        """``: why`` the leader refused a forwarded change, read from its status (see FarmClient)."""
+        endpoint = self.node.config.peers.get(leader) or self.node.driver.core.config.endpoint_of(leader)
+        if endpoint is None:
+            return ""
+        client = FarmClient(self.node.reactor, self.node.config, timeout=5.0)
+        return await client.change_cause(endpoint, request)
 
     def _name(self, server: int | None) -> str:
         return "nobody" if server is None else f"server {server}"

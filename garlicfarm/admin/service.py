@@ -24,6 +24,7 @@ from garlicfarm.admin.config import AdminConfig
 from garlicfarm.admin.farm import FarmHandle
 from garlicfarm.admin.site import AdminSite
 from garlicfarm.config import ConfigError, TLSConfig
+from garlicfarm.process import listen_failed
 
 if TYPE_CHECKING:
     from garlicfarm.service import GarlicFarmService
@@ -103,7 +104,7 @@ class AdminService(Service):
             failed: list[Failure] = []
             port.addErrback(failed.append)
             if failed:  # a failed bind fails the start loudly (real reactors bind synchronously)
-                raise ConfigError(f"[admin] listen {self.listen!r}: {failed[0].getErrorMessage()}")
+                raise listen_failed(self.listen, "[admin] listen", failed[0])
             shared = _SITES[self.listen] = _Shared(site, port)
         shared.site.register(self.farm)
         shared.users += 1

@@ -195,6 +195,18 @@ def check_entry(data: bytes, cluster: str) -> tuple[str | None, Entry | SchemaEr
         return str(e), detached(e)
 
 
+def ignored_reason(data: bytes, cluster: str) -> str | None:
+    """Why the application will ignore ``data`` once committed (JSON that is no record of this farm:
+    admitted by the leader, see :func:`admission_error`), or None (a record of this farm's, or an
+    entry the leader refuses outright)."""
+    try:
+        raw = parse_json(data)
+    except SchemaError:
+        return None
+    foreign = _foreign(raw, cluster)
+    return None if foreign is None else str(foreign)
+
+
 def _foreign(raw: Any, cluster: str) -> SchemaError | None:
     """Why ``raw`` is no record of this farm's, or None: it is a JSON object naming ``cluster``."""
     if not isinstance(raw, dict):

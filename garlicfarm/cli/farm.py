@@ -15,8 +15,10 @@ from twisted.python.failure import Failure
 from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.service import admin_url
+from garlicfarm.app.schema import ignored_reason
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
+from garlicfarm.logs import LOG_LEVELS, log_observer
 from garlicfarm.net.client import ClientError, FarmClient
 from garlicfarm.net.endpoints import EndpointRefused, parse_network_endpoint
 from garlicfarm.storage import StorageError
@@ -88,7 +90,7 @@ def run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     if args.brief:
         members = ",".join(str(m["id"]) for m in status["members"])
         leader = "no leader" if status["leader"] is None else f"leader {status['leader']}"
-        flags = "  REMOVED" if status.get("removed") else ""
+        flags = "  REMOVED from the farm: stop it or add it back" if status.get("removed") else ""
         if status.get("stopped_by"):
             flags += f"  STOPPED: {status['stopped_by']}"
         if status.get("clock_warning"):
@@ -120,6 +122,13 @@ def run_submit(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         return response.next_index - 1
 
     index = _run_reactor(job)
+    ignored = ignored_reason(data, config.cluster)
+    if ignored is not None:  # committed all the same: say that it does nothing, and why
+        sys.stderr.write(
+            f"garlicfarm submit: warning: entry {index} is committed but ignored by the farm's application "
+            f'({ignored}): its records are JSON objects with "cluster": {json.dumps(config.cluster)} '
+            '(status records, admin commands: docs/protocol.md, "Application layer")\n'
+        )
     if COMMIT_ACK in client.leader_features:
         stdout.write(f"{index}\n")  # a garlicfarm leader answers once the entry committed
     else:
@@ -175,16 +184,7 @@ def _add_by_console(config: NodeConfig, console: AdminClient, server: int, endpo
 
 def _add_by_raft(config: NodeConfig, args: argparse.Namespace) -> None:
     request = AddServerRequest(entries=(LogEntry(0, ClusterServer(args.id, args.endpoint)),))
-    try:
-        _membership(config, request, f"add server {args.id}", args.timeout, new=(args.id, args.endpoint))
-    except FarmCommandError as e:
-        if "refused by the leader" in str(e):
-            raise FarmCommandError(
-                f"{e}: {args.endpoint} did not answer or did not catch up in time, its endpoint is not "
-                "tcp://host:port, i2p://….b32.i2p or tor://….onion:port, or another change is under way "
-                "(the leader's log says which)"
-            ) from None
-        raise
+    _membership(config, request, f"add server {args.id}", args.timeout, new=(args.id, args.endpoint))
 
 
 def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -252,8 +252,43 @@ def run_console_action(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
     else:
         body = {}
     action = "import" if args.action == "import-config" else args.action
-    answer = _ask_console(console, _action_path(config, action), body)
+    if action == "step-down":
+        answer = _run_reactor(lambda reactor: _step_down(reactor, config, console, args.timeout))
+    else:
+        answer = _ask_console(console, _action_path(config, action), body)
     stdout.write(json.dumps(answer["result"], indent=2) + "\n")
+
+
+async def _step_down(reactor: Any, config: NodeConfig, console: AdminClient, timeout: float) -> Any:
+    """Ask this node's console; on a follower, forward to the leader's console (found in the leader's
+    status), with this node's console credentials. Fails naming the leader and its console."""
+    console.reactor = reactor
+    path = _action_path(config, "step-down")
+    try:
+        return await console.post(path, {})
+    except AdminClientError as e:
+        leader = e.answer.get("leader")
+        if not isinstance(leader, int) or leader == config.id or "not the leader" not in str(e):
+            raise
+        refused = e
+    client = FarmClient(reactor, config, timeout=timeout)
+    members = {int(m["id"]): m.get("endpoint") for m in (await client.status())["members"]}
+    endpoint = config.peers.get(leader) or members.get(leader)
+    if endpoint is None:
+        raise FarmCommandError(f"{refused}; server {leader}'s endpoint is not known here")
+    url = (await client.status(endpoint)).get("admin_url")
+    if url is None:
+        raise FarmCommandError(
+            f"server {config.id} is not the leader; server {leader} leads (at {endpoint}) and has no "
+            "console: run step-down with its configuration"
+        )
+    there = AdminClient(reactor, url, console.username, console.password, config.tls, timeout)
+    try:
+        return await there.post(path, {})
+    except AdminClientError as e:
+        raise FarmCommandError(
+            f"server {config.id} is not the leader; server {leader} leads, its console at {url} answered: {e}"
+        ) from None
 
 
 def _read(path: str) -> str:
@@ -293,10 +328,9 @@ def _membership(
 def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
     """Run one node in the foreground (what `twistd -n garlicfarm --config FILE` does)."""
     from twisted.internet import reactor
-    from twisted.internet.error import CannotListenError
     from twisted.logger import globalLogBeginner
 
-    from garlicfarm.process import settle_startup_objects
+    from garlicfarm.process import settle_startup_objects, start_node
     from garlicfarm.service import GarlicFarmService
 
     config = _config(args)
@@ -304,14 +338,17 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         service = GarlicFarmService(config, reactor, exit_on_failure=True)
     except (ConfigError, StorageError) as e:
         raise FarmCommandError(str(e)) from None
-    globalLogBeginner.beginLoggingTo([log_observer(sys.stderr, args.log_level, args.log_format)])
+    # stderr stays the terminal's: the command's last line is its one-line error, not a log event
+    globalLogBeginner.beginLoggingTo(
+        [log_observer(sys.stderr, args.log_level, args.log_format)], redirectStandardIO=False
+    )
     refused: list[str] = []
 
     def start() -> None:
-        try:
-            service.startService()
-        except CannotListenError as e:  # a busy port: one line and a non-zero exit, not a traceback
-            refused.append(f"cannot listen on {config.listen}: {e.socketError}")
+        # a busy port (Raft, [admin], [metrics]): one line and a non-zero exit, not a traceback
+        error = start_node(service)
+        if error is not None:
+            refused.append(error)
             reactor.stop()
             return
         settle_startup_objects()
@@ -323,41 +360,6 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
         raise FarmCommandError(refused[0])
     if service.failure is not None:
         raise FarmCommandError(f"node {config.id} stopped: {service.failure.getErrorMessage()}")
-
-
-LOG_LEVELS = ("debug", "info", "warn", "error", "critical")
-
-
-def log_observer(stream: TextIO, level: str = "info", fmt: str = "text") -> Any:
-    """Events at ``level`` and above, as text lines or one JSON object a line."""
-    from twisted.logger import (
-        FilteringLogObserver,
-        LogLevel,
-        LogLevelFilterPredicate,
-        jsonFileLogObserver,
-        textFileLogObserver,
-    )
-
-    # Sub-second times: elections and handovers take milliseconds, and an operator compares nodes' logs.
-    text = textFileLogObserver(stream, timeFormat="%Y-%m-%dT%H:%M:%S.%f%z")
-    base = jsonFileLogObserver(stream) if fmt == "json" else text
-    return FilteringLogObserver(
-        base, [LogLevelFilterPredicate(LogLevel.levelWithName(level)), _quiet_retries(level)]
-    )
-
-
-def _quiet_retries(level: str) -> Any:
-    """ClientService's "Scheduling retry N to connect <_WrapperEndpoint object at 0x...>" names no
-    peer; the node logs one line per link going up or down instead. Shown at debug."""
-    from twisted.logger import LogLevel, PredicateResult
-
-    def predicate(event: dict[str, Any]) -> Any:
-        noisy = event.get("log_namespace", "").startswith("twisted.application._client_service")
-        if noisy and event.get("log_level") == LogLevel.info and level != "debug":
-            return PredicateResult.no
-        return PredicateResult.maybe
-
-    return predicate
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -433,7 +435,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("publish", "publish the Meta LS2 again now (on the publisher's node)"),
         (
             "step-down",
-            "hand the leadership to another member now, without an election timeout (on the leader's node)",
+            "hand the leadership to another member now, without an election timeout (on a follower's node: "
+            "forwarded to the leader's console)",
         ),
         ("export-config", "print the farm's configuration (members, exclusions, settings) as JSON"),
         ("import-config", "bring the farm to an exported configuration (adds members, aligns exclusions)"),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TextIO
 
 import attrs
 
+from garlicfarm.cli.progress import Progress
 from garlicfarm.sim.cluster import RunResult, SimSettings, run_seed
 from garlicfarm.sim.faults import Faults, Mutations
 from garlicfarm.sim.mutants import CORE_MUTANTS
@@ -73,9 +73,11 @@ def run_simulate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> Non
     jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(seeds)))
     chunk = max(1, min(25, len(seeds) // (jobs * 4) or 1))
     chunks = [seeds[i : i + chunk] for i in range(0, len(seeds), chunk)]
-    started = time.monotonic()
     done = violations = committed = 0
-    show_progress = len(seeds) > 1 and sys.stderr.isatty()
+    progress = None
+    if args.progress or (len(seeds) > 1 and sys.stderr.isatty()):
+        progress = Progress(sys.stderr, len(seeds))
+        progress.start()
 
     def report(results: list[RunResult]) -> None:
         nonlocal done, violations, committed
@@ -90,20 +92,20 @@ def run_simulate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> Non
                 stdout.write(f"  {v}\n")
             stdout.write(f"  replay: {_replay_command(args, result.seed)}\n")
             stdout.flush()
-        if show_progress:
-            sys.stderr.write(
-                f"\r{done}/{len(seeds)} runs, {violations} violations, {time.monotonic() - started:.0f}s"
-            )
+        if progress is not None:
+            progress.update(done, violations)
 
-    if jobs == 1:
-        for c in chunks:
-            report(_run_chunk(c, settings))
-    else:
-        with ProcessPoolExecutor(jobs) as pool:
-            for results in pool.map(_run_chunk, chunks, [settings] * len(chunks)):
-                report(results)
-    if show_progress:
-        sys.stderr.write("\n")
+    try:
+        if jobs == 1:
+            for c in chunks:
+                report(_run_chunk(c, settings))
+        else:
+            with ProcessPoolExecutor(jobs) as pool:
+                for results in pool.map(_run_chunk, chunks, [settings] * len(chunks)):
+                    report(results)
+    finally:
+        if progress is not None:
+            progress.finish()
     if args.seed is not None:
         stdout.write(f"seed {args.seed}: {committed} entries committed\n")
     stdout.write(f"{len(seeds)} runs, {violations} violations\n")
@@ -138,6 +140,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sim.add_argument(
         "--jobs", type=int, default=0, metavar="J", help="worker processes (default: one per CPU)"
+    )
+    sim.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr every 2 s (runs done, violations, time left) even when stderr is "
+        "not a terminal (on a terminal it is shown anyway)",
     )
     sim.add_argument("--no-faults", action="store_true", help="a perfect network and no crashes")
     sim.add_argument(

@@ -22,6 +22,7 @@ from garlicfarm.metrics.health import Check, live_checks, ready_checks
 from garlicfarm.metrics.resource import metrics_root
 from garlicfarm.metrics.snapshot import NodeSnapshot, read_node
 from garlicfarm.net.budget import RateLimitedLog
+from garlicfarm.process import listen_failed
 
 if TYPE_CHECKING:
     from garlicfarm.service import GarlicFarmService
@@ -105,7 +106,7 @@ class MetricsService(Service):
         failed: list[Failure] = []
         port.addErrback(failed.append)
         if failed:  # a failed bind fails the start loudly (real reactors bind synchronously)
-            raise ConfigError(f"{self.config.source} listen {self.listen!r}: {failed[0].getErrorMessage()}")
+            raise listen_failed(self.listen, f"{self.config.source} listen", failed[0])
         self._port = port
         super().startService()  # type: ignore[no-untyped-call]
         self.log.info(

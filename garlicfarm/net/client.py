@@ -20,13 +20,18 @@ from twisted.python.failure import Failure
 
 from garlicfarm.config import TLSConfig
 from garlicfarm.handshake import ChallengeCache, ClientConfig
+from garlicfarm.handshake.events import Failure as HandshakeFailure
 from garlicfarm.net.connection import ClientConnection, ConnectionClosed, ConnectionLimits, RequestTimeout
 from garlicfarm.net.endpoints import client_endpoint, parse_endpoint
-from garlicfarm.wire import NO_LEADER, Request, Response
+from garlicfarm.wire import NO_LEADER, AddServerRequest, RemoveServerRequest, Request, Response
 
 
 class ClientError(Exception):
     """The farm could not do what was asked; the message says why."""
+
+
+class AuthenticationRefused(ClientError):
+    """A node answered 401 to our credentials: no retry, nor any other node, can help."""
 
 
 class FarmAccess(Protocol):
@@ -93,6 +98,12 @@ class FarmClient:
             except ConnectionClosed as e:
                 if "reconnecting" in str(e):
                     continue  # the challenge is cached now: the next connection goes straight in
+                refused = connection.handshake_failure
+                if refused is not None and refused.reason is HandshakeFailure.AUTH_FAILED:
+                    raise AuthenticationRefused(
+                        f"{uri}: authentication refused (HTTP 401 to user {client_config.username!r}: "
+                        "check the username and password)"
+                    ) from None
                 raise ClientError(f"{uri}: {e}") from None
             assert connection.upgraded is not None
             self._learn_members(connection.upgraded.header("GarlicFarm-Members"))
@@ -179,6 +190,8 @@ class FarmClient:
                     failed = False
                 finally:
                     self._done_with(target, connection, failed)
+            except AuthenticationRefused as e:
+                raise AuthenticationRefused(f"{_prefix(what)}{e}") from None  # waiting would not help
             except (ClientError, ConnectionClosed, RequestTimeout) as e:
                 unreachable[target] = str(e)
                 self._last_leader = None
@@ -204,7 +217,8 @@ class FarmClient:
                     target = named
                     continue
                 if leader == response.source:
-                    raise ClientError(f"{_prefix(what)}refused by the leader (server {leader})")
+                    cause = await self.change_cause(target, request)
+                    raise ClientError(f"{_prefix(what)}refused by the leader (server {leader}){cause}")
             tried.add(target)
             if waited >= self.timeout:
                 raise ClientError(self._no_leader(what, waited, unreachable))
@@ -212,6 +226,19 @@ class FarmClient:
             waited += delay
             delay = min(delay * 2, 2.0)
             target = self._next_target(tried)
+
+    async def change_cause(self, uri: str, request: Request) -> str:
+        """``: why`` the leader at ``uri`` refused the membership change ``request`` (its status keeps
+        the last cause: the protocol's answer has no room for one); empty for other requests."""
+        if not isinstance(request, AddServerRequest | RemoveServerRequest) or not request.entries:
+            return ""
+        try:
+            refused = (await self.status(uri)).get("change_refused") or {}
+        except Exception:
+            return ""
+        if refused.get("server") != getattr(request.entries[0].value, "id", None):
+            return ""
+        return f": {refused.get('why')}"
 
     def _no_leader(self, what: str, waited: float, unreachable: dict[str, str]) -> str:
         known = len(set(self.endpoints.values()) | {self.config.endpoint})

@@ -311,7 +311,11 @@ class ServerConnection(Protocol):
             self._idle.reset(self.limits.idle_timeout)
         else:
             self._idle = self.reactor.callLater(
-                self.limits.idle_timeout, self._drop, "idle", None, Refusal.IDLE
+                self.limits.idle_timeout,
+                self._drop,
+                f"idle for {self.limits.idle_timeout:g} s",
+                None,
+                Refusal.IDLE,
             )
 
     def _drop(self, why: str, key: str | None = None, reason: Refusal = Refusal.OTHER) -> None:
@@ -321,10 +325,13 @@ class ServerConnection(Protocol):
         self._count(reason)
         if self.username is None:
             key = key or "unauthenticated"  # strangers can cause these in bulk: rate-limited
+        # an idle link is routine (a quiet peer or client reconnects when it has something to send):
+        # nothing for an operator to act on
+        level = LogLevel.info if reason is Refusal.IDLE else LogLevel.warn
         if key is None:
-            self.log.warn("dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
+            self.log.emit(level, "dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
         else:
-            self._note(key, "dropping connection from {peer}: {why}", why=why)
+            self._note(key, "dropping connection from {peer}: {why}", level, why=why)
         self._abort()
 
     def evict(self) -> None:
@@ -419,6 +426,8 @@ class ClientConnection(Protocol):
         self.upgraded: Upgraded | None = None
         self.ready: Deferred[ClientConnection] = Deferred()
         self._why = "connection closed"
+        #: why the handshake failed (a 401 to our credentials, a 404 ...), when it did
+        self.handshake_failure: Failed | None = None
         self._dropping = False
         #: the connection is gone: requests fail at once (a caller may still hold it)
         self.lost = False
@@ -440,6 +449,7 @@ class ClientConnection(Protocol):
                     self._why = f"challenge received ({event.reason}); reconnecting"
                     self.transport.loseConnection()  # type: ignore[union-attr]
                 elif isinstance(event, Failed):
+                    self.handshake_failure = event
                     self._drop(f"handshake failed: {event}")
                 elif isinstance(event, Upgraded):
                     self._upgraded(event)

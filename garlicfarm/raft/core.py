@@ -202,12 +202,18 @@ class RaftCore:
         self._leaving: dict[int, tuple[int, str | None]] = {}
         #: told to leave the cluster: never campaigns until invited back
         self.removed = False
+        #: the leader's commit index when it told this server to leave (see _handle_leave)
+        self.removed_by: int | None = None
         #: why the driver stopped this node (see ``halt``), or None while it runs
         self.stopped_by: str | None = None
         #: the configuration a leader sent with JoinClusterRequest, while this server catches up
         self.join_config: Configuration | None = None
         #: why the last catch-up from a leader was refused, if it was
         self.join_refusal: str | None = None
+        #: the last membership change this leader refused: (server id, why), for the operator
+        self.change_refused: tuple[int, str] | None = None
+        #: how long a tick is, when the driver says (messages then speak of seconds, not ticks)
+        self.tick_seconds: float | None = None
         #: the last claim to a term's leadership that another server already held (Raft elects one
         #: leader a term: a second claimant is forged or misconfigured), and how many were refused
         self.leader_conflict: str | None = None
@@ -263,6 +269,16 @@ class RaftCore:
         # the configuration in force at the commit index: what is known to be decided
         return self.id in self.voters() or self.id in self.config_at(self.commit).ids()
 
+    def removal_index(self) -> int | None:
+        """The index of the committed configuration that left this server out, when a configuration
+        before it had it as a member (a server waiting to be invited was never removed); else None."""
+        committed = [(at, config) for at, config in self._configs if at <= self.commit]
+        if not committed or self.id in committed[-1][1].ids():
+            return None
+        if not any(self.id in config.ids() for _at, config in committed):
+            return None
+        return committed[-1][0]
+
     def change_refusal(self) -> str | None:
         """Why a configuration change cannot start now, or None if it can."""
         if self.role is not Role.LEADER:
@@ -312,6 +328,7 @@ class RaftCore:
             "stopped_by": self.stopped_by,
             "id": self.id,
             "role": self.role.value,
+            "removed": self.removed,
             "term": self.term,
             "leader": self.leader_id,
             "commit_index": self.commit,
@@ -319,9 +336,11 @@ class RaftCore:
             "applied_index": self.applied,
             "members": [{"id": s.id, "endpoint": s.endpoint} for s in self.config.servers],
             "snapshot_index": self.log.snapshot_index,
-            "removed": self.removed,
             "joining": None if self._joining is None else self._joining.server.id,
             "join_refusal": self.join_refusal,
+            "change_refused": None
+            if self.change_refused is None
+            else {"server": self.change_refused[0], "why": self.change_refused[1]},
             "leader_conflict": self.leader_conflict,
             "leader_conflicts": self.leader_conflicts,
             "election_backoff": self.election_backoff,
@@ -597,8 +616,7 @@ class RaftCore:
             self._hard_dirty = True
         if self._joining is not None:
             # Not appended yet, so definitely not added: say so now.
-            self._pending_reply(self._joining.handle, AddServerResponse, accepted=False)
-            self._joining = None
+            self._abandon_join("this server lost the leadership before it had caught the new server up")
         self.role = Role.FOLLOWER
         self.leader_id = leader
         self.progress = {}
@@ -1120,9 +1138,14 @@ class RaftCore:
         if self.role is Role.LEADER and self.config.endpoint_of(server.id) == server.endpoint:
             self._answer_when_config_commits(handle, AddServerResponse)  # a retry: done once committed
             return
-        if self.change_refusal() is not None or server.id in self.voters():
+        refusal = self.change_refusal()
+        if refusal is None and server.id in self.voters():
+            refusal = f"server {server.id} is already a member, at {self.config.endpoint_of(server.id)}"
+        if refusal is not None:
+            self.change_refused = (server.id, refusal)
             self._pending_reply(handle, AddServerResponse, accepted=False)
             return
+        self.change_refused = None
         invitation = Configuration(self.log.last_index + 1, self.config_index, (*self.config.servers, server))
         self._joining = _Joining(server, Progress(self.log.last_index + 1), handle, invitation)
         self._invite(self._joining)
@@ -1156,9 +1179,14 @@ class RaftCore:
         if self.role is Role.LEADER and server_id not in self.voters() and self.change_refusal() is None:
             self._answer_when_config_commits(handle, RemoveServerResponse)  # not a member: done
             return
-        if self.change_refusal() is not None or len(self.voters()) == 1:
+        refusal = self.change_refusal()
+        if refusal is None and len(self.voters()) == 1:
+            refusal = f"server {server_id} is the farm's only member"
+        if refusal is not None:
+            self.change_refused = (server_id, refusal)
             self._pending_reply(handle, RemoveServerResponse, accepted=False)
             return
+        self.change_refused = None
         endpoint = self.config.endpoint_of(server_id)
         remaining = tuple(s for s in self.config.servers if s.id != server_id)
         index = self.log.last_index + 1
@@ -1181,6 +1209,9 @@ class RaftCore:
 
     def _handle_leave(self, m: LeaveClusterRequest, handle: int) -> None:
         self.removed = True
+        # the leader commits the configuration that leaves us out before it says so: by this index
+        # (we never receive that configuration: a leader replicates it to its members only)
+        self.removed_by = m.commit_index or None
         self.leader_id = None
         self._reply(handle, m, accepted=True)
 
@@ -1193,7 +1224,7 @@ class RaftCore:
         pr.paused = False
         if isinstance(m, JoinClusterResponse):
             if not m.accepted:
-                self._abandon_join()
+                self._abandon_join(f"server {m.source} declined the invitation to join (its log says why)")
                 return
             if joining.accepted:
                 return  # the answer to a resent invitation: the SyncLog it asked for is on its way
@@ -1210,7 +1241,10 @@ class RaftCore:
             if pr.next <= 1:
                 # Refused from index 1: its committed log contradicts ours (it belonged to another
                 # farm). Retrying cannot help; it must be wiped (it logs why).
-                self._abandon_join()
+                self._abandon_join(
+                    f"server {m.source} refused the catch-up: its log contradicts the farm's (it belonged "
+                    "to another farm?); wipe its data directory and add it again"
+                )
                 return
             pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
         if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
@@ -1280,10 +1314,16 @@ class RaftCore:
         self._await_commit(index, joining.handle, AddServerResponse)
         self._maybe_commit()
 
-    def _abandon_join(self) -> None:
+    def _ticks_text(self, ticks: int) -> str:
+        if self.tick_seconds is None:
+            return f"{ticks} ticks"
+        return f"{ticks * self.tick_seconds:g} s"
+
+    def _abandon_join(self, why: str) -> None:
         joining = self._joining
         assert joining is not None
         self._joining = None
+        self.change_refused = (joining.server.id, why)
         self._pending_reply(joining.handle, AddServerResponse, accepted=False)
 
     def _tick_joining(self) -> None:
@@ -1292,7 +1332,19 @@ class RaftCore:
             return
         joining.idle_ticks += 1
         if joining.idle_ticks > self.options.join_timeout_ticks:
-            self._abandon_join()
+            server, ticks = joining.server, self._ticks_text(self.options.join_timeout_ticks)
+            if not joining.accepted:
+                why = (
+                    f"server {server.id} did not answer the invitation to join within {ticks}: it "
+                    f"is unreachable at {server.endpoint} (not running, wrong endpoint, or refusing our "
+                    "connection: its log says which)"
+                )
+            else:
+                why = (
+                    f"the catch-up of server {server.id} timed out: no progress in {ticks} "
+                    f"(at index {joining.progress.match} of {self.log.last_index})"
+                )
+            self._abandon_join(why)
         elif joining.idle_ticks % (2 * self.options.heartbeat_ticks) == 0:
             # Silent for two heartbeats: the last request or its answer was lost (a link dropped),
             # or a large LogPack is still being written. Send it again (both are idempotent); never

@@ -159,6 +159,7 @@ class RaftDriver:
         self.reactor = reactor
         self.transport = transport
         self.tick_seconds = tick_seconds
+        core.tick_seconds = tick_seconds
         self.submit_timeout = submit_timeout
         #: how long an Add/RemoveServerRequest may wait for its outcome
         self.change_timeout = change_timeout
@@ -195,6 +196,8 @@ class RaftDriver:
         #: called with the new leader's id (None: none known) when it changes
         self.on_leader_change: list[Callable[[int | None], None]] = []
         self._seen: tuple[str, int, int | None] = (core.role.value, core.term, core.leader_id)
+        #: the index of the configuration that removed this server, once said (see _check_removed)
+        self._removed_at: int | None = None
         #: callers of transfer_leadership waiting for the handover (or for it to be abandoned)
         self._transfers: list[Deferred[int | None]] = []
         #: timeout length -> (deadline, handle) of requests that fail with CommitTimeout then
@@ -306,7 +309,8 @@ class RaftDriver:
         if not core.is_leader():
             self._end_transfers(self._handing_to)
         elif core.transfer_target is None:
-            self.log.warn("the leadership handover did not complete within an election timeout; leading on")
+            # nothing to act on: this node leads on (a stopping node stops, and the farm elects)
+            self.log.info("the leadership handover did not complete within an election timeout; leading on")
             self._end_transfers(None)
 
     def _end_transfers(self, result: int | None) -> None:
@@ -325,10 +329,20 @@ class RaftDriver:
             if not response.accepted:
                 if not self.core.is_leader():
                     raise NotLeader(self.core.leader_id, self.core.leader_endpoint())
-                raise ChangeRefused(f"cannot {what}: refused by the leader (it did not catch up, or lost)")
+                raise ChangeRefused(f"cannot {what}: {self._change_refusal(request)}")
 
         # handle_request logs the change when asked and when decided (_log_change): one line each
         return self.handle_request(request).addCallback(done)
+
+    def _change_refusal(self, request: Request) -> str:
+        """Why the leader refused the membership change ``request`` (the core keeps the last cause)."""
+        refused = self.core.change_refused
+        server = getattr(request.entries[0].value, "id", None) if request.entries else None
+        if refused is not None and refused[0] == server:
+            return refused[1]
+        if not self.core.is_leader():
+            return "this server is not the leader"
+        return "refused by the leader (its log says why)"
 
     def handle_request(self, request: Request) -> Deferred[Response]:
         """Serve a request from a peer or client; fires with the response to send back."""
@@ -402,7 +416,7 @@ class RaftDriver:
         self.log.info("{what}: asked", what=what)
 
         def ended(response: Response) -> Response:
-            result = "done" if response.accepted else "refused (not the leader, busy, or it did not catch up)"
+            result = "done" if response.accepted else f"refused: {self._change_refusal(request)}"
             self.log.info("{what}: {result}", what=what, result=result)
             return response
 
@@ -722,6 +736,7 @@ class RaftDriver:
         """One info line per change of role, term or leader (elections, step-downs, new leaders)."""
         core = self.core
         seen = (core.role.value, core.term, core.leader_id)
+        self._check_removed()
         self._check_transfer()
         self._alarm_conflicts()
         if seen == self._seen:
@@ -743,6 +758,26 @@ class RaftDriver:
                 self.log.info("server {leader} leads term {term}", leader=seen[2], term=seen[1])
             for callback in self.on_leader_change:
                 callback(seen[2])
+
+    def _check_removed(self) -> None:
+        """Say once, plainly, that this server is no longer a member (a committed configuration left
+        it out, or the leader told it to leave): it keeps running, but votes and serves no more."""
+        core = self.core
+        index = core.removal_index()
+        if index is None and core.removed:
+            index = core.removed_by or core.config_index
+        if index is None or not (core.removed or core.id not in core.voters()):
+            self._removed_at = None
+            return
+        if index == self._removed_at:
+            return
+        self._removed_at = index
+        core.removed = True
+        self.log.warn(
+            "this server was removed from the farm at index {index}; it no longer votes or serves; "
+            "stop it or add it back",
+            index=index,
+        )
 
     def _alarm_conflicts(self) -> None:
         """A second claimant to a term's leadership is an alarm: logged at once when it is new, then

@@ -85,10 +85,14 @@ def test_remove_server_uses_the_console(farm: ConsoleFarm) -> None:
 
 def test_step_down_hands_the_leadership_over(farm: ConsoleFarm) -> None:
     leader = farm.wait_for_leader()
-    follower = next(i for i in (1, 2, 3) if i != leader)
-    refused = cli("step-down", "--config", farm.config(follower), check=False)
-    assert refused.returncode == 1
-    assert f"is not the leader (the leader is server {leader})" in refused.stderr
     answer = json.loads(cli("step-down", "--config", farm.config(leader)).stdout)
+    assert answer["stepped_down"] == leader and answer["leader"] != leader
+    assert farm.wait_for_leader(excluding=leader) == answer["leader"]
+
+
+def test_step_down_on_a_follower_is_forwarded_to_the_leaders_console(farm: ConsoleFarm) -> None:
+    leader = farm.wait_for_leader()
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    answer = json.loads(cli("step-down", "--config", farm.config(follower)).stdout)
     assert answer["stepped_down"] == leader and answer["leader"] != leader
     assert farm.wait_for_leader(excluding=leader) == answer["leader"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from twisted.logger import Logger, LogPublisher
 
-from garlicfarm.cli.farm import log_observer
 from garlicfarm.farminit import FarmSpec, create_farm
+from garlicfarm.logs import log_observer
 from garlicfarm.storage import SQLiteLogStore
 
 
@@ -30,6 +30,7 @@ def test_levels_and_json_format() -> None:
     records = [r for r in out.getvalue().split("\x1e") if r.strip()]  # RFC 7464 JSON text sequences
     assert len(records) == 1
     assert json.loads(records[0])["term"] == 4
+    assert json.loads(records[0])["text"] == "leader in term 4"  # the rendered message, for people
     text = io.StringIO()
     Logger(observer=LogPublisher(log_observer(text, "debug"))).debug("shown at {what}", what="debug")
     assert "shown at debug" in text.getvalue()

@@ -39,7 +39,7 @@ def test_submit_says_appended_unless_the_leader_acks_commits(
 ) -> None:
     client = type("Client", (_FakeClient,), {"features": features})
     monkeypatch.setattr(farm, "FarmClient", client)
-    monkeypatch.setattr(farm, "_config", lambda _args: None)
+    monkeypatch.setattr(farm, "_config", lambda _args: argparse.Namespace(cluster="farm"))
     monkeypatch.setattr(farm, "_run_reactor", lambda job: asyncio.run(job(None)))
     out = io.StringIO()
     farm.run_submit(argparse.Namespace(json='{"a": 1}', timeout=5.0), io.StringIO(), out)

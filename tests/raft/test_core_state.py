@@ -72,6 +72,7 @@ def test_status_says_exactly_where_each_node_stands() -> None:
         "removed": False,
         "joining": None,
         "join_refusal": None,
+        "change_refused": None,
         "leader_conflict": None,
         "leader_conflicts": 0,
         "election_backoff": 0,

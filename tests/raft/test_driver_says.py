@@ -76,9 +76,10 @@ def test_membership_changes_are_logged_when_asked_and_when_decided() -> None:
     assert "remove server 4: asked" in said
     assert "remove server 4: done" in said
     assert f"add server {leader.core.id} at sim://moved: asked" in said
+    where = leader.core.config.endpoint_of(leader.core.id)
     assert (
-        f"add server {leader.core.id} at sim://moved: refused (not the leader, busy, or it did not catch up)"
-        in said
+        f"add server {leader.core.id} at sim://moved: refused: server {leader.core.id} is already a member, "
+        f"at {where}" in said
     )
 
 

@@ -1,4 +1,4 @@
-"""``twistd garlicfarm --config node.toml``: run one Garlic Farm node."""
+"""``twistd garlicfarm --config node.toml``: run one Garlic Farm node (as ``garlicfarm run`` does)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ class Options(usage.Options):
         if not self["config"]:
             raise usage.UsageError("--config FILE is required")
         from garlicfarm.config import ConfigError, load_config
+        from garlicfarm.twistd import fail
 
-        try:  # here, so that twistd prints a bad configuration as a usage error, not a traceback
+        try:  # here, so that a bad configuration is one line, not a traceback
             self["node_config"] = load_config(self["config"])
         except ConfigError as e:
-            raise usage.UsageError(str(e)) from None
+            fail(str(e))
 
 
 @implementer(IServiceMaker, IPlugin)
@@ -35,14 +36,19 @@ class GarlicFarmServiceMaker:
         from garlicfarm.process import settle_startup_objects
         from garlicfarm.service import GarlicFarmService
         from garlicfarm.storage import StorageError
+        from garlicfarm.twistd import TwistdNode, fail, own_files
 
+        server_options = getattr(options, "parent", None) or {}
         try:
             config = options.get("node_config") or load_config(options["config"])
             service = GarlicFarmService(config, exit_on_failure=True)
         except (ConfigError, StorageError) as e:
-            raise usage.UsageError(str(e)) from None
+            fail(str(e))
+        except OSError as e:
+            fail(f"{e.strerror}: {e.filename}")
+        own_files(server_options, config.data_dir)
         settle_startup_objects()  # twistd's process is this node's
-        return service
+        return TwistdNode(service, server_options)
 
 
 service_maker = GarlicFarmServiceMaker()
