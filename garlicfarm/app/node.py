@@ -109,7 +109,7 @@ def make_publisher(reactor: Any, app: AppConfig) -> MetaLSPublisher:
         from garlicfarm.router.signed import BinaryFilePublisher  # noqa: PLC0415
 
         return BinaryFilePublisher(
-            app.publisher_path, _read_keys(app), expires=app.publisher_expires, clock_s=reactor.seconds
+            app.publisher_path, _read_keys(app), expires=app.publisher_expires, reactor=reactor
         )
     return publishers.FilePublisher(app.publisher_path)
 

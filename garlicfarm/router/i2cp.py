@@ -34,13 +34,11 @@ from garlicfarm.i2p.keys import PrivateKeyFile
 from garlicfarm.i2p.mapping import Pairs
 from garlicfarm.router.interface import MetaLease
 from garlicfarm.router.publishers import PublishError
-from garlicfarm.router.signed import MetaLSSigner
+from garlicfarm.router.signed import RENEW_AT, MetaLSSigner
 
 _log = Logger()
 #: retry delays after a failure: doubling from the first to the last
 BACKOFF = (1.0, 60.0)
-#: a Meta LS2 is sent again when this share of its lifetime is left
-RENEW_AT = 0.5
 #: and, on a new session, again after these many seconds (each after the one before)
 EARLY_RESENDS = (30.0, 60.0, 120.0)
 

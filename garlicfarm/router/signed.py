@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 
 from garlicfarm.i2p.build import OFFLINE_WARNING_S, OfflineExpired, build, check_leaf
@@ -20,6 +21,8 @@ from garlicfarm.router.interface import MetaLease
 from garlicfarm.router.publishers import PublishError, write_atomically
 
 _log = Logger()
+#: a Meta LS2 is signed and sent again when this share of its lifetime is left
+RENEW_AT = 0.5
 #: the offline-expiry warning is logged at most this often (seconds)
 WARN_EVERY_S = 3600.0
 #: a member's reported publishing date further ahead of this clock than this is not followed
@@ -133,25 +136,62 @@ class MetaLSSigner:
 class BinaryFilePublisher:
     """``[publisher] kind = "file"``, ``format = "binary"``: the signed MetaLeaseSet's netDb bytes (no
     store type byte), written atomically as the JSON file is; ``stop`` removes the file, since a Meta
-    LS2 cannot say "not publishing"."""
+    LS2 cannot say "not publishing". Signed again (a new ``published``, a new expiry) when half of its
+    lifetime is left, as the I2CP publisher sends it again: a Meta LS2 whose leases do not change must
+    not expire in the file."""
 
-    def __init__(
-        self, path: Path, keys: PrivateKeyFile, *, expires: int, clock_s: Callable[[], float]
-    ) -> None:
+    #: a failed renewal is tried again after this many seconds
+    RETRY_S = 60.0
+
+    def __init__(self, path: Path, keys: PrivateKeyFile, *, expires: int, reactor: IReactorTime) -> None:
         self.path = Path(path)
-        self.signer = MetaLSSigner(keys, expires, clock_s)
+        self.reactor = reactor
+        self.signer = MetaLSSigner(keys, expires, reactor.seconds)
+        self._contents: tuple[MetaLease, ...] | None = None
+        self._renewal: IDelayedCall | None = None
 
     def publish(self, master: str, contents: tuple[MetaLease, ...]) -> Deferred[None]:
+        self._contents = contents
+        try:
+            self._write(contents)
+        except PublishError as e:
+            return fail(e)
+        return succeed(None)
+
+    def _write(self, contents: tuple[MetaLease, ...]) -> None:
         try:
             metals = self.signer.sign(contents)
             write_atomically(self.path, metals.encoded)
         except OfflineExpired as e:
-            return fail(PublishError(str(e)))
+            self._renew_in(self.RETRY_S)
+            raise PublishError(str(e)) from None
         except OSError as e:
-            return fail(PublishError(f"{self.path}: cannot write the Meta LS2: {e.strerror or e}"))
-        return succeed(None)
+            self._renew_in(self.RETRY_S)
+            raise PublishError(f"{self.path}: cannot write the Meta LS2: {e.strerror or e}") from None
+        self._renew_in(max(1.0, metals.expires * RENEW_AT))
+
+    def _renew_in(self, seconds: float) -> None:
+        if self._renewal is not None and self._renewal.active():
+            self._renewal.cancel()
+        self._renewal = self.reactor.callLater(seconds, self._renew)
+
+    def _renew(self) -> None:
+        self._renewal = None
+        if self._contents is None:
+            return
+        try:
+            self._write(self._contents)
+        except PublishError as e:
+            _log.warn("Meta LS2 not renewed (again in {retry:g} s): {why}", retry=self.RETRY_S, why=str(e))
+        except Exception:  # never into the reactor: the next try is scheduled by _write or here
+            _log.failure("Meta LS2 renewal failed unexpectedly")
+            self._renew_in(self.RETRY_S)
 
     def stop(self, master: str) -> Deferred[None]:
+        self._contents = None
+        if self._renewal is not None and self._renewal.active():
+            self._renewal.cancel()
+        self._renewal = None
         self.signer.withdraw()
         try:
             self.path.unlink(missing_ok=True)

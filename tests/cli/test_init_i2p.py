@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+from twisted.internet.task import Clock
+
 from garlicfarm.app.config import app_config
 from garlicfarm.app.node import make_publisher
 from garlicfarm.config import load_config
@@ -50,7 +52,9 @@ def test_the_configured_publisher_writes_a_signed_metals(tmp_path: Path) -> None
     d = tmp_path / "f"
     app = app_config(load_config(d / "node-1.toml"))
     now = 1_800_000_000.0
-    publisher = make_publisher(_Reactor(now), app)
+    clock = Clock()
+    clock.advance(now)
+    publisher = make_publisher(clock, app)
     assert isinstance(publisher, BinaryFilePublisher)
     (d / "node-1").mkdir()
     publisher.publish(app.master, (MetaLease(app.leaves[0], 100),))
@@ -59,14 +63,6 @@ def test_the_configured_publisher_writes_a_signed_metals(tmp_path: Path) -> None
     assert [lease.hash for lease in metals.leases] == [leaf_hash(app.leaves[0])]
     publisher.stop(app.master)
     assert not (d / "node-1" / "metals.bin").exists()
-
-
-class _Reactor:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def seconds(self) -> float:
-        return self.now
 
 
 def test_a_configured_leaf_must_be_a_destination_where_the_metals_is_signed(tmp_path: Path) -> None:
