@@ -6,11 +6,13 @@ import errno
 import os
 import random
 import sqlite3
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import garlicfarm.storage.sqlite
 from garlicfarm.storage.interface import CorruptLog, DataDirNotWritable, HardState, SnapshotMeta, StorageError
 from garlicfarm.storage.sqlite import (
     APPLICATION_ID,
@@ -255,6 +257,12 @@ def test_fsync_off_is_an_explicit_choice(path: Path) -> None:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
 
 
+def _with_connect(connect: Any) -> Any:
+    """The sqlite3 module as the store sees it, with another ``connect`` (patching sqlite3 itself
+    would reach every user of it, the coverage tool's data file included)."""
+    return types.SimpleNamespace(**{**vars(sqlite3), "connect": connect})
+
+
 NOT_WRITABLE = "the data directory is not writable \\(read-only file system or permissions\\)"
 
 
@@ -265,10 +273,12 @@ def test_a_store_sqlite_may_not_write_says_the_data_directory_is_not_writable(
     connect = sqlite3.connect
 
     def read_only(target: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        kwargs.pop("uri", None)
         conn: sqlite3.Connection = connect(f"file:{target}?mode=ro", *args, uri=True, **kwargs)
         return conn
 
-    monkeypatch.setattr(sqlite3, "connect", read_only)  # what a read-only mount gives SQLite
+    # what a read-only mount gives SQLite; the store's sqlite3 only (coverage keeps its data in SQLite too)
+    monkeypatch.setattr(garlicfarm.storage.sqlite, "sqlite3", _with_connect(read_only))
     error = refused(path, f"^{path.parent}: {NOT_WRITABLE}: {path}: open failed: .*SQLITE_IOERR_LOCK")
     assert isinstance(error, DataDirNotWritable)
 
@@ -299,5 +309,5 @@ def test_a_read_only_directory_refuses_creating_the_store(
     def read_only(*args: object, **kwargs: object) -> sqlite3.Connection:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path) + ".new")
 
-    monkeypatch.setattr(sqlite3, "connect", read_only)
+    monkeypatch.setattr(garlicfarm.storage.sqlite, "sqlite3", _with_connect(read_only))
     refused(path, f"^{path.parent}: {NOT_WRITABLE}: cannot create {path}: Read-only file system")
