@@ -117,8 +117,9 @@ class ProposalCounts:
 _INLINE = InlineWriter()
 
 #: the sleeping clock looks at the time at least this often (seconds), so that ``last_tick`` tells a
-#: turning reactor from a stuck one (/livez) even on a node that nothing wakes
-MAX_SLEEP = 1.0
+#: turning reactor from a stuck one (/livez: 5 s at least) even on a node that nothing wakes; longer
+#: than the "i2p" profile's heartbeat (1 s), whose arrivals re-arm a follower's timer first
+MAX_SLEEP = 2.0
 
 
 class RaftDriver:
@@ -203,6 +204,9 @@ class RaftDriver:
         self._timer: IDelayedCall | None = None
         #: the tick the timer was set for (it fired: that tick passed, whatever float rounding says)
         self._wake_tick = 0
+        #: a due tick was put off once after a stall: the next catch-up runs it, late or not (a
+        #: reactor whose every turn is longer than a tick still ticks)
+        self._deferred = False
         self.running = False
         self.stopped_by: Failure | None = None
         #: called with the failure when the node stops because of one (storage, a bug)
@@ -228,7 +232,7 @@ class RaftDriver:
         if self.fixed_rate:
             self._ticker.start(self.tick_seconds, now=False)
         else:
-            self._origin = self.reactor.seconds()
+            self._origin = self.last_tick = self.reactor.seconds()
             self._ticks_timed = 0
             self._rearm()
         self.log.info("raft node {id} started in term {term}", id=self.core.id, term=self.core.term)
@@ -538,9 +542,10 @@ class RaftDriver:
 
         When the reactor was late by a whole tick or more past that due tick (it stalled: a long
         burst, a pause of the process), the ticks up to it only count and it runs at the next tick
-        of the grid, the rest are skipped: a late LoopingCall also gives one tick, not all it
-        missed. The messages that queued up meanwhile are read first: a follower that was paused
-        hears its leader's heartbeats before its election timer runs out, as with a fixed rate."""
+        of the grid (once: the catch-up after that runs it however late), the rest are skipped: a
+        late LoopingCall also gives one tick, not all it missed. The messages that queued up
+        meanwhile are read first: a follower that was paused hears its leader's heartbeats before
+        its election timer runs out, as with a fixed rate."""
         if self.fixed_rate or self._processing:
             return  # (inside a drain: a fixed-rate tick could not come in between either)
         now = self.reactor.seconds()
@@ -553,7 +558,10 @@ class RaftDriver:
             return
         self._ticks_timed = fallen
         bound = self.core.ticks_until_due()
-        count = due if bound is None or due <= bound else bound - 1  # (stalled: see above)
+        if bound is not None and due > bound and not self._deferred:
+            count, self._deferred = bound - 1, True  # stalled: see above
+        else:
+            count, self._deferred = (due if bound is None else min(due, bound)), False
         deadline = self._next_deadline()
         if woken or count == bound or (deadline is not None and deadline <= now):
             self._tick(count)
@@ -642,6 +650,8 @@ class RaftDriver:
         if not self.group_commit:
             self._process()
         elif self._drain is None or not self._drain.active():
+            if not self._again and not self.core.has_ready():
+                return  # nothing to drain (a heartbeat's answer taken in): no reactor turn for it
             self._drain = self.reactor.callLater(0, self._process)
 
     def _process(self) -> None:

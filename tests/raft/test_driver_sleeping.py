@@ -17,7 +17,7 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
-from garlicfarm.raft.driver import RaftDriver
+from garlicfarm.raft.driver import MAX_SLEEP, RaftDriver
 from garlicfarm.raft.types import RaftOptions
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire import ClusterServer, Configuration, Request, Response
@@ -255,3 +255,34 @@ def _plain(value: Any) -> Any:
 def _output(core: RaftCore) -> Any:
     ready = core.ready() if core.has_ready() else None
     return None if ready is None else (ready.sends, ready.replies, ready.hard_state, ready.entries)
+
+
+def test_a_reactor_always_late_by_ticks_still_elects_and_sends_heartbeats() -> None:
+    """Every turn longer than several ticks: a due tick is put off once, never for ever."""
+    farm = Farm(3, fixed_rate=False)
+    for _ in range(200):
+        farm.clock.advance(5 * TICK + STEP)
+    leaders = [d for d in farm.drivers.values() if d.core.is_leader()]
+    assert len(leaders) == 1
+    sent = len(farm.record)
+    for _ in range(50):
+        farm.clock.advance(5 * TICK + STEP)
+    assert leaders[0].core.is_leader() and len(farm.record) > sent + 50
+
+
+def test_a_node_nothing_wakes_still_looks_at_its_clock_for_livez() -> None:
+    """A server outside the configuration never campaigns and hears nobody: its driver still looks at
+    the clock every MAX_SLEEP, so that /livez tells its turning reactor from a stuck one."""
+    clock = Clock()
+    store = MemoryLogStore()
+    others = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
+    core = RaftCore(4, store.load(), random.Random(4), others, OPTIONS)
+    driver = RaftDriver(core, store, clock, _Transport(Farm(0, True), 4), TICK)
+    driver.start()
+    assert core.ticks_until_due() is None
+    for _ in range(40):
+        clock.advance(0.25)
+        assert driver.last_tick is not None and clock.seconds() - driver.last_tick <= MAX_SLEEP
+    assert len(clock.getDelayedCalls()) == 1  # one timer, never a tick a tick
+    driver._catch_up()
+    assert core._election_elapsed == int(10.0 / TICK) and core.role.value == "follower"
