@@ -7,15 +7,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.config import admin_config
-from garlicfarm.admin.service import admin_url
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
 from garlicfarm.net.client import ClientError, FarmClient
@@ -29,6 +27,9 @@ from garlicfarm.wire import (
     LogEntry,
     RemoveServerRequest,
 )
+
+if TYPE_CHECKING:  # the console's client (twisted.web) is imported by the commands that use it
+    from garlicfarm.admin.client import AdminClient
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -67,10 +68,16 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
         error = box[0].value
         if isinstance(error, AlreadyMember):
             raise error
-        if isinstance(error, ClientError | ConfigError | FarmCommandError | AdminClientError):
+        if isinstance(error, ClientError | ConfigError | FarmCommandError) or _is_console_error(error):
             raise FarmCommandError(str(error))
         box[0].raiseException()
     return box[0] if box else None
+
+
+def _is_console_error(error: BaseException) -> bool:
+    from garlicfarm.admin.client import AdminClientError
+
+    return isinstance(error, AdminClientError)
 
 
 #: ``garlicfarm status`` (and ``members``, ``health``'s callers): the node knows no leader, or stopped
@@ -202,6 +209,9 @@ def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -
 
 def _console(config: NodeConfig, timeout: float) -> AdminClient | None:
     """A client of this node's admin console, or None when the node has none (no ``[admin] listen``)."""
+    from garlicfarm.admin.client import AdminClient
+    from garlicfarm.admin.service import admin_url
+
     try:
         admin = admin_config(config)
         url = admin_url(admin, config.tls)
