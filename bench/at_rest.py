@@ -9,7 +9,7 @@ on loopback. Once each farm has a leader it waits ``--settle`` seconds, then mea
 ``--seconds``:
 
 * CPU: each node's user + system time (``/proc/<pid>/stat`` utime + stime), as a percentage of one core;
-* RSS: each node's resident size at the end, in MiB;
+* RSS: each node's resident size at the end, in MiB, and the part of it no other process shares (USS);
 * link traffic: bytes per second between each pair of nodes, both ways, all TCP connections between
   the two processes added up (TLS records and TCP payload, from the kernel's ``bytes_sent`` per
   socket, ``ss -tinp``). Nothing is proxied: the nodes talk to each other directly.
@@ -48,6 +48,16 @@ def cpu_seconds(pid: int) -> float:
 
 def rss_mib(pid: int) -> float:
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
+
+
+def private_mib(pid: int) -> float:
+    """Memory no other process shares (USS: private clean + dirty pages, /proc/<pid>/smaps_rollup):
+    RSS counts the shared libraries' pages (OpenSSL, cryptography's, Python's) in every node."""
+    kib = 0
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            kib += int(line.split()[1])
+    return kib / 1024
 
 
 #: "Recv-Q Send-Q local:port peer:port users:(("name",pid=N,fd=M))" (no state column: one state asked)
@@ -115,6 +125,7 @@ class Measured:
             "seconds": round(elapsed, 1),
             "cpu_percent": {name: round(100 * s / elapsed, 3) for name, s in cpu.items()},
             "rss_mib": {name: round(rss_mib(pid), 1) for name, pid in self.pids.items()},
+            "uss_mib": {name: round(private_mib(pid), 1) for name, pid in self.pids.items()},
             "link_bytes_per_s": links,
         }
 
@@ -141,16 +152,17 @@ def _version(package: str) -> str:
 
 def table(results: list[dict[str, Any]]) -> str:
     rows = [
-        "| system | CPU % of a core, per node (leader first) | RSS MiB per node "
+        "| system | CPU % of a core, per node (leader first) | RSS MiB per node | of which private (USS) "
         "| bytes/s per link, both ways |",
-        "| --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for r in results:
         order = sorted(r["cpu_percent"], key=lambda n: (n != "leader", n))
         cpu = " / ".join(f"{r['cpu_percent'][n]:.2f}" for n in order)
         rss = " / ".join(f"{r['rss_mib'][n]:.0f}" for n in order)
+        uss = " / ".join(f"{r['uss_mib'][n]:.0f}" for n in order)
         links = ", ".join(f"{k} {v:,.0f}" for k, v in r["link_bytes_per_s"].items()) or "-"
-        rows.append(f"| {r['system']} | {cpu} | {rss} | {links} |")
+        rows.append(f"| {r['system']} | {cpu} | {rss} | {uss} | {links} |")
     return "\n".join(rows)
 
 
@@ -163,8 +175,14 @@ def main() -> None:
     parser.add_argument("--profiles", nargs="+", default=["lan", "i2p"], choices=["lan", "i2p"])
     parser.add_argument("--no-pysyncobj", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--keep", action="store_true", help="keep the farms' directories (logs)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="at-rest-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            tmp = tempfile.mkdtemp(prefix="at-rest-")
+            print(f"farms in {tmp}")
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="at-rest-"))
         farms: dict[str, ProcFarm] = {}
         pso: PySyncObjFarm | None = None
         try:
@@ -175,8 +193,9 @@ def main() -> None:
                 pso = PySyncObjFarm(Path(tmp) / "pso", 3, journal=True, rest=True)
                 pso.start_all()
             measured: list[Measured] = []
+            leaders: dict[str, int] = {}
             for profile, farm in farms.items():
-                leader = farm.wait_for_leader(timeout=120)
+                leader = leaders[profile] = farm.wait_for_leader(timeout=120)
                 measured.append(Measured(f"garlicfarm, {profile} profile", garlicfarm_pids(farm, leader)))
             if pso is not None:
                 lead = pso.wait_for_leader(timeout=60)
@@ -187,6 +206,11 @@ def main() -> None:
                 m.start()
             time.sleep(args.seconds)
             results = [m.stop() for m in measured]
+            for profile, farm in farms.items():
+                now = farm.wait_for_leader(timeout=30)
+                if now != leaders[profile]:
+                    was = leaders[profile]
+                    print(f"NOTE: {profile}: the leader changed while measuring ({was} -> {now})")
         finally:
             for farm in farms.values():
                 with contextlib.suppress(Exception):
