@@ -74,7 +74,7 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     return box[0] if box else None
 
 
-def _is_console_error(error: BaseException) -> bool:
+def _is_console_error(error: BaseException | None) -> bool:
     from garlicfarm.admin.client import AdminClientError
 
     return isinstance(error, AdminClientError)
