@@ -1,9 +1,11 @@
 """What a farm costs at rest: CPU, resident size and peer-link traffic of idle nodes, side by side.
 
-    python -m bench.at_rest [--seconds 60] [--settle 10] [--profiles lan i2p] [--no-pysyncobj] [--json OUT]
+    python -m bench.at_rest [--seconds 60] [--settle 10] [--profiles lan i2p] [--variant KEY=VALUE]
+                            [--no-pysyncobj] [--json OUT] [--keep]
 
-Starts, all at once, a 3-node garlicfarm farm per timing profile (``garlicfarm init`` defaults; the
-"i2p" one gets ``[raft] profile = "i2p"`` added) and a 3-node PySyncObj farm (bench/pysyncobj_node.py
+Starts, all at once, a 3-node garlicfarm farm per timing profile (``garlicfarm init`` defaults, and
+``[raft] profile = ...``), one more lan farm per ``--variant`` (another [raft] setting added) and a
+3-node PySyncObj farm (bench/pysyncobj_node.py
 --rest: encrypted links, journal, ticking as PySyncObj's own autoTick thread does), all real processes
 on loopback. Once each farm has a leader it waits ``--settle`` seconds, then measures over
 ``--seconds``:
@@ -28,7 +30,7 @@ import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +132,13 @@ class Measured:
         }
 
 
-def garlicfarm_farm(directory: Path, profile: str) -> ProcFarm:
+def garlicfarm_farm(directory: Path, profile: str, raft: Sequence[str] = ()) -> ProcFarm:
+    """A farm from ``garlicfarm init`` with ``[raft] profile`` and the ``raft`` settings ("key = value")."""
     farm = ProcFarm(directory, 3)
-    if profile != "lan":
-        for i in range(1, 4):
-            path = Path(farm.config(i))
-            path.write_text(path.read_text() + f'\n[raft]\nprofile = "{profile}"\n')
+    lines = [f'profile = "{profile}"', *raft]
+    for i in range(1, 4):
+        path = Path(farm.config(i))
+        path.write_text(path.read_text() + "\n[raft]\n" + "\n".join(lines) + "\n")
     farm.start_all()
     return farm
 
@@ -173,6 +176,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--settle", type=float, default=10.0, help="seconds to wait after the election")
     parser.add_argument("--profiles", nargs="+", default=["lan", "i2p"], choices=["lan", "i2p"])
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="also a lan farm with this [raft] setting (e.g. heartbeat_ticks=10); repeatable",
+    )
     parser.add_argument("--no-pysyncobj", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the farms' directories (logs)")
@@ -187,7 +197,11 @@ def main() -> None:
         pso: PySyncObjFarm | None = None
         try:
             for profile in args.profiles:
-                farms[profile] = garlicfarm_farm(Path(tmp) / f"gf-{profile}", profile)
+                farms[f"{profile} profile"] = garlicfarm_farm(Path(tmp) / f"gf-{profile}", profile)
+            for n, variant in enumerate(args.variant):
+                key, _, value = variant.partition("=")
+                setting = f"{key.strip()} = {value.strip()}"
+                farms[f"lan profile, {setting}"] = garlicfarm_farm(Path(tmp) / f"gf-v{n}", "lan", [setting])
             if not args.no_pysyncobj:
                 (Path(tmp) / "pso").mkdir()
                 pso = PySyncObjFarm(Path(tmp) / "pso", 3, journal=True, rest=True)
@@ -196,7 +210,7 @@ def main() -> None:
             leaders: dict[str, int] = {}
             for profile, farm in farms.items():
                 leader = leaders[profile] = farm.wait_for_leader(timeout=120)
-                measured.append(Measured(f"garlicfarm, {profile} profile", garlicfarm_pids(farm, leader)))
+                measured.append(Measured(f"garlicfarm, {profile}", garlicfarm_pids(farm, leader)))
             if pso is not None:
                 lead = pso.wait_for_leader(timeout=60)
                 pids = {("leader" if p == lead else f"node{p}"): proc.pid for p, proc in pso.procs.items()}
