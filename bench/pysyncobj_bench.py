@@ -32,8 +32,11 @@ from tests.e2e.procfarm import free_base_port
 
 
 class PySyncObjFarm:
-    def __init__(self, directory: Path, nodes: int, journal: bool = True, probe: bool = False) -> None:
+    def __init__(
+        self, directory: Path, nodes: int, journal: bool = True, probe: bool = False, rest: bool = False
+    ) -> None:
         self.dir = directory
+        self.rest = rest
         base = free_base_port(nodes)
         self.ports = list(range(base, base + nodes))
         self.journal = journal
@@ -49,6 +52,7 @@ class PySyncObjFarm:
         argv += ["--partners", *(str(p) for p in self.ports if p != port), "--password", "bench-secret"]
         argv += ["--journal"] if self.journal else []
         argv += ["--probe"] if self.probe else []
+        argv += ["--rest"] if self.rest else []
         log = open(self.dir / f"node-{port}.log", "ab")  # noqa: SIM115 - the process owns it
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
         self.procs[port] = proc

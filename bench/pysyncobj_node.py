@@ -87,6 +87,11 @@ def main() -> None:
     parser.add_argument("--journal", action="store_true", help="keep the log in a journal file")
     parser.add_argument("--password", help="encrypt the links (PySyncObj's answer to TLS)")
     parser.add_argument("--probe", action="store_true", help="submit a probe every 10 ms, print commits")
+    parser.add_argument(
+        "--rest",
+        action="store_true",
+        help="tick as PySyncObj's autoTick thread does (autoTickPeriod), take no tasks: a node at rest",
+    )
     args = parser.parse_args()
     conf = SyncObjConf(
         autoTick=False,
@@ -101,7 +106,7 @@ def main() -> None:
     next_probe = 0.0
     stop = args.dir / "stop"
     while not stop.exists():
-        obj.doTick(0.005)
+        obj.doTick(conf.autoTickPeriod if args.rest else 0.005)
         leader = obj._getLeader()
         if leader is not None and str(leader) != seen_leader:
             seen_leader = str(leader)
@@ -115,7 +120,7 @@ def main() -> None:
 
             obj.append(PAYLOAD, callback=probed)
         is_leader = leader is not None and str(leader) == me
-        for go in args.dir.glob("go-*"):
+        for go in () if args.rest else args.dir.glob("go-*"):
             task = json.loads(go.read_text())
             if task["on"] != ("leader" if is_leader else "follower") or not obj.isReady():
                 continue

@@ -8,7 +8,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService
@@ -20,7 +20,6 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from garlicfarm.admin.config import admin_config
-from garlicfarm.admin.service import AdminService
 from garlicfarm.app.config import app_config
 from garlicfarm.app.liveness import Liveness, skew_threshold
 from garlicfarm.app.members import member_details
@@ -38,7 +37,6 @@ from garlicfarm.handshake import (
     format_features,
 )
 from garlicfarm.metrics.config import metrics_config
-from garlicfarm.metrics.service import MetricsService
 from garlicfarm.metrics.snapshot import health_inputs
 from garlicfarm.net.connection import ConnectionLimits, ServerConnection
 from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_endpoint, parse_network_endpoint
@@ -62,6 +60,10 @@ from garlicfarm.wire import (
     Response,
 )
 from garlicfarm.wire.types import NO_LEADER
+
+if TYPE_CHECKING:  # imported when configured: the console and /metrics bring twisted.web and more
+    from garlicfarm.admin.service import AdminService
+    from garlicfarm.metrics.service import MetricsService
 
 LEADER_HEADER = "GarlicFarm-Leader"
 PRUNE_SECONDS = 5.0
@@ -178,6 +180,8 @@ class GarlicFarmService(MultiService):
         admin = admin_config(self.config)
         if admin.listen is None:
             return None
+        from garlicfarm.admin.service import AdminService  # noqa: PLC0415 - only when configured
+
         service = AdminService(self, admin)
         service.setServiceParent(self)  # type: ignore[no-untyped-call]
         return service
@@ -187,6 +191,8 @@ class GarlicFarmService(MultiService):
         config = metrics_config(self.config)
         if config.listen is None:
             return None
+        from garlicfarm.metrics.service import MetricsService  # noqa: PLC0415 - only when configured
+
         service = MetricsService(self, config)
         service.setServiceParent(self)  # type: ignore[no-untyped-call]
         return service

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.config import admin_config
-from garlicfarm.admin.service import admin_url
 from garlicfarm.app.schema import ignored_reason
 from garlicfarm.config import ConfigError, NodeConfig, load_config
 from garlicfarm.handshake import COMMIT_ACK
@@ -30,6 +29,9 @@ from garlicfarm.wire import (
     LogEntry,
     RemoveServerRequest,
 )
+
+if TYPE_CHECKING:  # the console's client (twisted.web) is imported by the commands that use it
+    from garlicfarm.admin.client import AdminClient
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -68,10 +70,16 @@ def _run_reactor(job: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
         error = box[0].value
         if isinstance(error, AlreadyMember):
             raise error
-        if isinstance(error, ClientError | ConfigError | FarmCommandError | AdminClientError):
+        if isinstance(error, ClientError | ConfigError | FarmCommandError) or _is_console_error(error):
             raise FarmCommandError(str(error))
         box[0].raiseException()
     return box[0] if box else None
+
+
+def _is_console_error(error: BaseException | None) -> bool:
+    from garlicfarm.admin.client import AdminClientError
+
+    return isinstance(error, AdminClientError)
 
 
 #: ``garlicfarm status`` (and ``members``, ``health``'s callers): the node knows no leader, or stopped
@@ -201,6 +209,9 @@ def run_remove_server(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -
 
 def _console(config: NodeConfig, timeout: float) -> AdminClient | None:
     """A client of this node's admin console, or None when the node has none (no ``[admin] listen``)."""
+    from garlicfarm.admin.client import AdminClient
+    from garlicfarm.admin.service import admin_url
+
     try:
         admin = admin_config(config)
         url = admin_url(admin, config.tls)
@@ -262,6 +273,8 @@ def run_console_action(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) 
 async def _step_down(reactor: Any, config: NodeConfig, console: AdminClient, timeout: float) -> Any:
     """Ask this node's console; on a follower, forward to the leader's console (found in the leader's
     status), with this node's console credentials. Fails naming the leader and its console."""
+    from garlicfarm.admin.client import AdminClient, AdminClientError
+
     console.reactor = reactor
     path = _action_path(config, "step-down")
     try:
@@ -355,11 +368,29 @@ def run_node(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
 
     reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
+    profile = os.environ.get("GARLICFARM_CPROFILE")
+    if profile:
+        _profiled(reactor, profile)
     reactor.run()
     if refused:
         raise FarmCommandError(refused[0])
     if service.failure is not None:
         raise FarmCommandError(f"node {config.id} stopped: {service.failure.getErrorMessage()}")
+
+
+def _profiled(reactor: Any, out: str) -> None:
+    """GARLICFARM_CPROFILE=FILE: profile the running node (cProfile) from 5 s after it started, past
+    the imports and the start-up, until it stops; the statistics go to FILE (``python -m pstats``)."""
+    import cProfile
+
+    profiler = cProfile.Profile()
+    reactor.callLater(5.0, profiler.enable)
+
+    def dump() -> None:
+        profiler.disable()
+        profiler.dump_stats(out)
+
+    reactor.addSystemEventTrigger("after", "shutdown", dump)
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

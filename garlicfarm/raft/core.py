@@ -438,7 +438,64 @@ class RaftCore:
             return True
         return self._pre_vote_support.get(candidate, False)
 
-    def tick(self) -> None:
+    def tick(self, count: int = 1) -> None:
+        """``count`` ticks of the clock, exactly as ``count`` calls of one tick each: the ticks that
+        :meth:`ticks_until_due` says can only count are counted at once, the others run one by one.
+        One tick is always a whole one: a fixed-rate driver and the simulator do not lean on the bound
+        (and the tests that compare the two ways with it test the bound)."""
+        if count == 1:
+            self._tick()
+            return
+        while count > 0:
+            due = self.ticks_until_due()
+            if due is None or due > count:
+                self._count_ticks(count)
+                return
+            self._count_ticks(due - 1)
+            self._tick()
+            count -= due
+
+    def ticks_until_due(self) -> int | None:
+        """How many ticks from now the first one comes that may do more than count (campaign, back
+        off, send heartbeats, check the quorum, give up a handover, resend to or give up on a joining
+        server), or None when no tick will until a message or a call changes this server's state (a
+        follower that may not campaign). A lower bound: the ticks before that one only add to the
+        counters, so a driver may sleep that long and catch up with one :meth:`tick` call. Never 0."""
+        options = self.options
+        elapsed = self._election_elapsed
+        if self.role is not Role.LEADER:
+            if not self.electable():
+                return None
+            return max(1, self._randomized_timeout - elapsed)
+        due = min(
+            max(1, options.election_ticks - elapsed),
+            max(1, options.heartbeat_ticks - self._heartbeat_elapsed),
+        )
+        if self.transfer_target is not None:
+            due = min(due, max(1, options.election_ticks - self._transfer_elapsed))
+        joining = self._joining
+        if joining is not None:
+            every = 2 * options.heartbeat_ticks
+            due = min(
+                due,
+                max(1, options.join_timeout_ticks + 1 - joining.idle_ticks),
+                every - joining.idle_ticks % every,
+            )
+        return due
+
+    def _count_ticks(self, count: int) -> None:
+        """``count`` ticks that :meth:`ticks_until_due` said only count (what :meth:`_tick` adds)."""
+        if count <= 0:
+            return
+        self._election_elapsed += count
+        if self.role is Role.LEADER:
+            self._heartbeat_elapsed += count
+            if self.transfer_target is not None:
+                self._transfer_elapsed += count
+            if self._joining is not None:
+                self._joining.idle_ticks += count
+
+    def _tick(self) -> None:
         self._election_elapsed += 1
         if self.role is Role.LEADER:
             self._heartbeat_elapsed += 1

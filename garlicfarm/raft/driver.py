@@ -116,6 +116,11 @@ class ProposalCounts:
 
 _INLINE = InlineWriter()
 
+#: the sleeping clock looks at the time at least this often (seconds), so that ``last_tick`` tells a
+#: turning reactor from a stuck one (/livez: 5 s at least) even on a node that nothing wakes; longer
+#: than the "i2p" profile's heartbeat (1 s), whose arrivals re-arm a follower's timer first
+MAX_SLEEP = 2.0
+
 
 class RaftDriver:
     log = Logger()
@@ -135,6 +140,7 @@ class RaftDriver:
         group_commit: bool = False,
         change_timeout: float = 3600.0,
         writer: Writer | None = None,
+        fixed_rate: bool = False,
     ) -> None:
         self.core = core
         #: runs the store's writes, in order (default: at once, on this thread)
@@ -187,8 +193,21 @@ class RaftDriver:
         self._conflict_message: str | None = None
         self._conflict_logged_at = float("-inf")
         self._refusals = 0
+        #: tick every tick_seconds whatever happens (a LoopingCall), instead of sleeping until the
+        #: core's next due tick (the default: a node at rest wakes for heartbeats, not 100 times a second)
+        self.fixed_rate = fixed_rate
         self._ticker = LoopingCall(self._tick)
         self._ticker.clock = reactor
+        #: the sleeping clock: ticks fall at _origin + k * tick_seconds; _ticks_timed of them have
+        #: passed (given to the core, or skipped when the reactor was late, as a LoopingCall skips)
+        self._origin = 0.0
+        self._ticks_timed = 0
+        self._timer: IDelayedCall | None = None
+        #: the tick the timer was set for (it fired: that tick passed, whatever float rounding says)
+        self._wake_tick = 0
+        #: a due tick was put off once after a stall: the next catch-up runs it, late or not (a
+        #: reactor whose every turn is longer than a tick still ticks)
+        self._deferred = False
         self.running = False
         self.stopped_by: Failure | None = None
         #: called with the failure when the node stops because of one (storage, a bug)
@@ -203,7 +222,8 @@ class RaftDriver:
         #: timeout length -> (deadline, handle) of requests that fail with CommitTimeout then
         self._deadlines: dict[float, deque[tuple[float, int]]] = {}
         self._handing_to: int | None = None
-        #: for the metrics endpoint: how proposals ended, how often a new leader was seen, the last tick
+        #: for the metrics endpoint: how proposals ended, how often a new leader was seen, and when the
+        #: driver last looked at its clock (a tick, a wake, a message: at most MAX_SLEEP apart)
         self.proposals = ProposalCounts()
         self.leader_changes = 0
         self.last_tick: float | None = None
@@ -212,7 +232,12 @@ class RaftDriver:
 
     def start(self) -> None:
         self.running = True
-        self._ticker.start(self.tick_seconds, now=False)
+        if self.fixed_rate:
+            self._ticker.start(self.tick_seconds, now=False)
+        else:
+            self._origin = self.last_tick = self.reactor.seconds()
+            self._ticks_timed = 0
+            self._rearm()
         self.log.info("raft node {id} started in term {term}", id=self.core.id, term=self.core.term)
         self._process()
 
@@ -229,6 +254,9 @@ class RaftDriver:
             self.core.halt(str(reason.value) or type(reason.value).__name__)
         if self._ticker.running:
             self._ticker.stop()
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
         if self._drain is not None and self._drain.active():
             self._drain.cancel()
         self._held.clear()  # what was waiting for a write never leaves
@@ -256,6 +284,7 @@ class RaftDriver:
         """
         if not self.running:
             return _failed(NodeStopped("the node is not running"))
+        self._catch_up()
         if not self.core.is_leader():
             return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
         refusal = self._refusal((LogEntry(0, Application(data)),))
@@ -268,6 +297,7 @@ class RaftDriver:
         self._soon()
         result: Deferred[int] = self._tally(reply).addCallback(self._committed_index)
         self._expire_after(handle, self.submit_timeout)
+        self._rearm()
         return result
 
     def add_server(self, server_id: int, endpoint: str) -> Deferred[None]:
@@ -288,7 +318,10 @@ class RaftDriver:
         when this node does not lead or no voter can take over (none speaks the ``transfer`` feature,
         e.g. JRaft), or after an election timeout when the target did not take over (it leads on).
         """
-        if not self.running or not self.core.is_leader():
+        if not self.running:
+            return succeed(None)
+        self._catch_up()
+        if not self.core.is_leader():
             return succeed(None)
         if self.core.transfer_target is None:
             chosen = self.core.transfer_leadership(target)
@@ -319,6 +352,8 @@ class RaftDriver:
             d.callback(result)
 
     def _change(self, request: Request, what: str) -> Deferred[None]:
+        if self.running:
+            self._catch_up()
         if not self.core.is_leader():
             return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
         refusal = self.core.change_refusal()
@@ -348,6 +383,7 @@ class RaftDriver:
         """Serve a request from a peer or client; fires with the response to send back."""
         if not self.running:
             return _failed(NodeStopped("the node is not running"))
+        self._catch_up()
         proposal = isinstance(request, ClientRequest) and self.core.is_leader()
         if proposal and isinstance(request, ClientRequest):
             refusal = self._refusal(request.entries)
@@ -364,10 +400,12 @@ class RaftDriver:
         self._guarded(self.core.step, request, handle)
         self._soon()
         if handle not in self._pending:
+            self._rearm()
             return d  # answered at once (most peer requests)
         # Every request is answered or fails: nothing waits forever (a membership change may take
         # as long as a catch-up; the leader gives up on a join that stops making progress first).
         self._expire_after(handle, self.change_timeout if change else self.submit_timeout)
+        self._rearm()
         return d
 
     def _check_snapshot(self, data: bytes) -> str | None:
@@ -486,10 +524,11 @@ class RaftDriver:
         if d is not None:
             d.errback(CommitTimeout(f"no commit decision within {seconds:g}s; it may still commit"))
 
-    def _tick(self) -> None:
+    def _tick(self, count: int = 1) -> None:
+        """``count`` ticks now (the fixed-rate LoopingCall's one; the simulator's; a wake's)."""
         # The LoopingCall must never die: a failure here stops the node loudly instead.
         self.last_tick = self.reactor.seconds()
-        if not self._guarded(self.core.tick):
+        if not self._guarded(self.core.tick, count):
             return
         self._process()
         try:
@@ -497,10 +536,110 @@ class RaftDriver:
             self._expire()
         except Exception:
             self._fail(Failure(), "the driver's handover or request deadlines failed")
+        self._rearm()
+
+    # -------------------------------------------------------------------------- the sleeping clock
+    #
+    # Instead of a tick every tick_seconds, one timer for the next tick at which anything can happen:
+    # the core's next due tick (RaftCore.ticks_until_due), the tick that checks the earliest request
+    # deadline, or MAX_SLEEP. The ticks in between only count, so they are given to the core when the
+    # timer fires, or before anything else reaches the core (a message, a submission), exactly as a
+    # fixed-rate ticker would have given them by then. Every change to the core re-arms the timer.
+
+    def _grid_ticks(self, now: float) -> int:
+        """The ticks of the grid that have fallen by ``now`` (as LoopingCall counts intervals)."""
+        return int((now - self._origin) / self.tick_seconds)
+
+    def _catch_up(self, woken: bool = False) -> None:
+        """Give the core the ticks that have fallen since it last had one, before anything else
+        reaches it: up to and including its next due tick, which runs as it would have on time.
+
+        When the reactor was late by a whole tick or more past that due tick (it stalled: a long
+        burst, a pause of the process), the ticks up to it only count and it runs at the next tick
+        of the grid (once: the catch-up after that runs it however late), the rest are skipped: a
+        late LoopingCall also gives one tick, not all it missed. The messages that queued up
+        meanwhile are read first: a follower that was paused hears its leader's heartbeats before
+        its election timer runs out, as with a fixed rate."""
+        if self.fixed_rate or self._processing:
+            return  # (inside a drain: a fixed-rate tick could not come in between either)
+        now = self.reactor.seconds()
+        self.last_tick = now
+        fallen = self._grid_ticks(now)
+        if woken:
+            fallen = max(fallen, self._wake_tick)
+        due = fallen - self._ticks_timed
+        if due <= 0:
+            return
+        self._ticks_timed = fallen
+        bound = self.core.ticks_until_due()
+        if bound is not None and due > bound and not self._deferred:
+            count, self._deferred = bound - 1, True  # stalled: see above
+        else:
+            count, self._deferred = (due if bound is None else min(due, bound)), False
+        deadline = self._next_deadline()
+        if woken or count == bound or (deadline is not None and deadline <= now):
+            self._tick(count)
+        else:
+            self._guarded(self.core.tick, count)  # they only count: nothing to send, nothing expires
+
+    def _wake(self) -> None:
+        self._timer = None
+        if not self.running:
+            return
+        self._catch_up(woken=True)
+        self._rearm()
+
+    def _rearm(self) -> None:
+        """Set the timer for the next tick at which anything can happen (or MAX_SLEEP from now)."""
+        if self.fixed_rate or not self.running:
+            return
+        now = self.reactor.seconds()
+        bound = self.core.ticks_until_due()
+        at = None if bound is None else self._ticks_timed + bound
+        deadline = self._next_deadline()
+        if self.stopped_by is not None:
+            return  # the deadline queue failed: the node stopped
+        if deadline is not None:
+            k = max(self._ticks_timed + 1, self._grid_ticks(deadline))
+            while self._origin + k * self.tick_seconds < deadline:
+                k += 1
+            at = k if at is None else min(at, k)
+        when = now + MAX_SLEEP
+        if at is not None and self._origin + at * self.tick_seconds <= when:
+            when = self._origin + at * self.tick_seconds
+        else:
+            at = self._ticks_timed  # a wake to look at the clock: no tick falls due
+        self._wake_tick = at
+        timer = self._timer
+        if timer is not None and timer.active():
+            if timer.getTime() != when:
+                timer.reset(max(0.0, when - now))
+        else:
+            self._timer = self.reactor.callLater(max(0.0, when - now), self._wake)
+
+    def _next_deadline(self) -> float | None:
+        """The earliest deadline of a request still waiting (None: none); a failure here stops the
+        node loudly. Answered requests leave the front of their queues here (their deadlines would
+        wake the node for nothing: a peer's request is queued before its answer is made)."""
+        earliest = None
+        pending = self._pending
+        try:
+            for queue in self._deadlines.values():
+                while queue and queue[0][1] not in pending:
+                    queue.popleft()
+                if queue and (earliest is None or queue[0][0] < earliest):
+                    earliest = queue[0][0]
+        except Exception:
+            self._fail(Failure(), "the driver's handover or request deadlines failed")
+        return earliest
 
     def _on_response(self, response: Response) -> None:
-        if self.running and self._guarded(self.core.step, response):
+        if not self.running:
+            return
+        self._catch_up()
+        if self._guarded(self.core.step, response):
             self._soon()
+        self._rearm()
 
     def _guarded(self, fn: Callable[..., object], *args: object) -> bool:
         """Run a step of the core; an exception is a bug that may have left it half-changed, so the
@@ -525,6 +664,8 @@ class RaftDriver:
         if not self.group_commit:
             self._process()
         elif self._drain is None or not self._drain.active():
+            if not self._again and not self.core.has_ready():
+                return  # nothing to drain (a heartbeat's answer taken in): no reactor turn for it
             self._drain = self.reactor.callLater(0, self._process)
 
     def _process(self) -> None:
@@ -551,6 +692,7 @@ class RaftDriver:
             self._fail(Failure(), "the Raft core failed")
         finally:
             self._processing = False
+        self._rearm()
 
     def _handle(self, ready: Ready) -> None:
         if ready.snapshot is not None:
@@ -644,6 +786,7 @@ class RaftDriver:
                 self._processing = was
             if not was and self._again:
                 self._process()
+            self._rearm()
 
         def failed(failure: Failure) -> None:
             if self.running:
@@ -653,6 +796,7 @@ class RaftDriver:
         writer.write(job).addCallbacks(ended, failed)
 
     def _saved(self, ready: Ready) -> None:
+        self._catch_up()
         self.core.advance(ready)  # our own log now counts as far as this save went: a commit may follow
         if self.core.has_ready():
             self._again = True

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, DeferredLock, fail, succeed
 from twisted.internet.error import ProcessDone, ProcessExitedAlready, ProcessTerminated
@@ -25,11 +25,11 @@ from twisted.internet.interfaces import IDelayedCall, IReactorProcess, IReactorT
 from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web.client import Agent
-from twisted.web.iweb import IAgent
 
-from garlicfarm.router.i2pcontrol_http import RequestFailed, post
 from garlicfarm.router.interface import MetaLease
+
+if TYPE_CHECKING:  # the HTTP publisher's client (twisted.web) is imported when one is made
+    from twisted.web.iweb import IAgent
 
 _log = Logger()
 #: How much of a failed command's stderr goes into the error message.
@@ -231,9 +231,15 @@ class URLPublisher(_DocumentPublisher):
         self.url = url
         self.timeout = timeout
         self._reactor = reactor
-        self._agent: IAgent = agent or Agent(reactor, connectTimeout=timeout)  # type: ignore[no-untyped-call]
+        if agent is None:
+            from twisted.web.client import Agent  # noqa: PLC0415 - only for an HTTP publisher
+
+            agent = Agent(reactor, connectTimeout=timeout)  # type: ignore[no-untyped-call]
+        self._agent: IAgent = agent
 
     def _deliver(self, data: bytes) -> Deferred[None]:
+        from garlicfarm.router.i2pcontrol_http import RequestFailed, post  # noqa: PLC0415
+
         d = post(self._agent, self._reactor, self.url, data, timeout=self.timeout, max_size=64 * 1024)
 
         def failed(failure: Failure) -> None:

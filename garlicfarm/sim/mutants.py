@@ -145,12 +145,17 @@ class KeepConfigOnTruncateCore(RaftCore):
 class RemovedCampaignsCore(RaftCore):
     """A server removed from the configuration (or told to leave) still campaigns."""
 
-    def tick(self) -> None:
+    def ticks_until_due(self) -> int | None:
+        if self.role is not Role.LEADER:
+            return max(1, self._randomized_timeout - self._election_elapsed)
+        return super().ticks_until_due()
+
+    def _tick(self) -> None:
         if self.role is not Role.LEADER and self._election_elapsed + 1 >= self._randomized_timeout:
             self._election_elapsed += 1
             self._campaign(pre=self.options.pre_vote)
             return
-        super().tick()
+        super()._tick()
 
 
 #: name -> (core class, what it breaks); the simulator's --mutant choices (with send_before_persist,

@@ -49,10 +49,20 @@ def test_nothing_is_accepted_before_start() -> None:
 
 
 def test_the_first_tick_comes_one_interval_after_start() -> None:
-    clock, driver = driver_with(FailingTransport(CancelledError()))
+    clock, driver = driver_with(FailingTransport(CancelledError()), fixed_rate=True)
     assert driver.core._election_elapsed == 0
     clock.advance(0.01)
     assert driver.core._election_elapsed == 1
+
+
+def test_a_sleeping_driver_wakes_first_at_the_election_timeout() -> None:
+    clock, driver = driver_with(FailingTransport(CancelledError()))
+    timeout = driver.core._randomized_timeout
+    assert driver._timer is not None and driver._timer.getTime() == pytest.approx(timeout * 0.01)
+    clock.advance(0.01)
+    assert driver.core._election_elapsed == 0  # nothing was due: the ticks are counted when one is
+    clock.advance(0.01 * (timeout - 1) + 1e-9)
+    assert driver.core.role.value == "pre-candidate" and driver.core._election_elapsed == 0
 
 
 def test_a_refused_entry_says_why() -> None:
@@ -88,11 +98,11 @@ def test_a_core_that_fails_on_a_tick_stops_the_node_and_says_so() -> None:
     with driver_lines() as lines:
         clock, driver = driver_with(FailingTransport(CancelledError()))
 
-        def tick() -> None:
+        def tick(count: int = 1) -> None:
             raise Boom("a bug")
 
         driver.core.tick = tick  # type: ignore[method-assign]
-        clock.advance(0.01)
+        clock.advance(1.0)  # past the election timeout: a tick is due
     assert not driver.running and isinstance(driver.stopped_by.value, Boom)  # type: ignore[union-attr]
     assert failure_lines(lines) == ["the Raft core failed; stopping this node"]
 

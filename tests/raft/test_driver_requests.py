@@ -265,7 +265,7 @@ def test_a_timeout_callback_that_waits_on_another_deadline_does_not_kill_the_tic
     leader.submit(b"lost").addErrback(retry_elsewhere)
     farm.run(leader.submit_timeout + 1)
     assert [type(e) for e in failed] == [CommitTimeout]
-    assert leader.running and leader._ticker.running
+    assert leader.running and leader._timer is not None and leader._timer.active()
 
 
 def test_a_failure_in_the_deadline_queue_stops_the_node_loudly() -> None:
