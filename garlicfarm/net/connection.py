@@ -48,6 +48,7 @@ from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.net.identity import PEER_REQUESTS, certificate_name, server_of_name
 from garlicfarm.net.refusals import Refusal, RefusalCounts
 from garlicfarm.net.watchdog import Watchdog
+from garlicfarm.raft.driver import NodeStopped
 from garlicfarm.wire import (
     AddServerRequest,
     Decoder,
@@ -296,7 +297,13 @@ class ServerConnection(Protocol):
 
         def failed(failure: Failure) -> None:
             self._watchdog.done(token)
-            self._drop(f"cannot answer a {type(message).__name__}: {failure.getErrorMessage()}")
+            # a node that stops (SIGTERM, or a failure it has logged loudly) answers nothing more:
+            # routine for the peers that still ask, nothing more to act on
+            stopping = failure.check(NodeStopped) is not None
+            self._drop(
+                f"cannot answer a {type(message).__name__}: {failure.getErrorMessage()}",
+                reason=Refusal.STOPPING if stopping else Refusal.OTHER,
+            )
 
         answer.addCallbacks(answered, failed)
 
@@ -327,7 +334,7 @@ class ServerConnection(Protocol):
             key = key or "unauthenticated"  # strangers can cause these in bulk: rate-limited
         # an idle link is routine (a quiet peer or client reconnects when it has something to send):
         # nothing for an operator to act on
-        level = LogLevel.info if reason is Refusal.IDLE else LogLevel.warn
+        level = LogLevel.info if reason in (Refusal.IDLE, Refusal.STOPPING) else LogLevel.warn
         if key is None:
             self.log.emit(level, "dropping connection from {peer}: {why}", peer=self.peer_name, why=why)
         else:

@@ -29,6 +29,8 @@ class Refusal(enum.StrEnum):
     PROTOCOL = "protocol"
     #: silent for [limits] idle_timeout
     IDLE = "idle"
+    #: a request reached this node while it stops (or after it stopped)
+    STOPPING = "stopping"
     #: anything else (a request that could not be answered, no answer in time)
     OTHER = "other"
 
