@@ -30,7 +30,9 @@ def test_a_removed_node_logs_one_line_and_its_status_says_removed(tmp_path: Path
             assert time.monotonic() < deadline, f"server {gone} never said it was removed: {status}"
             time.sleep(0.3)
             status = farm.status(gone)
-        brief = cli("status", "--brief", "--config", farm.config(gone)).stdout
+        result = cli("status", "--brief", "--config", farm.config(gone), check=False)
+        assert result.returncode == 2, result.stderr  # a removed node knows no leader: exit 2, as documented
+        brief = result.stdout
         leader_commit = (farm.status(leader) or {})["commit_index"]
         time.sleep(1.0)  # a line logged twice would be logged by now
     finally:
