@@ -238,6 +238,34 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
 }
 
 
+@attrs.frozen
+class ExtraTable:
+    """A table of a node's TOML that a layer at the edge reads itself ([admin], [metrics]): checked to be
+    a table of known keys; ``where`` prefixes its errors."""
+
+    table: Mapping[str, Any]
+    where: str
+
+    @classmethod
+    def of(cls, node: NodeConfig, name: str) -> ExtraTable:
+        table = node.extra.get(name, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{node.path}: {name} must be a table ([{name}])")
+        where = f"{node.path}: [{name}]"
+        known = KNOWN_KEYS[name] or frozenset()
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        return cls(table, where)
+
+    def text(self, key: str) -> str | None:
+        """A non-empty string, or None when the key is absent."""
+        value = self.table.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f"{self.where} {key} must be a non-empty string")
+        return value
+
+
 def _check_known(raw: Mapping[str, Any], path: Path) -> None:
     for table, value in raw.items():
         if table not in KNOWN_KEYS:

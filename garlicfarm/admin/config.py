@@ -19,14 +19,12 @@ there, as :mod:`garlicfarm.app.config` does for the application's tables.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
 
-from garlicfarm.config import KNOWN_KEYS, ConfigError, NodeConfig, read_secret
+from garlicfarm.config import ConfigError, ExtraTable, NodeConfig, read_secret
 
 HISTORY_SECONDS = 3600.0
 
@@ -55,21 +53,8 @@ class AdminConfig:
 
 
 def admin_config(node: NodeConfig) -> AdminConfig:
-    where = f"{node.path}: [admin]"
-    table: Mapping[str, Any] = node.extra.get("admin", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{node.path}: admin must be a table ([admin])")
-    known = KNOWN_KEYS["admin"] or frozenset()
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
-
-    def text(key: str) -> str | None:
-        value = table.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ConfigError(f"{where} {key} must be a non-empty string")
-        return value
-
+    read = ExtraTable.of(node, "admin")
+    table, where, text = read.table, read.where, read.text
     username, password_file = text("username"), text("password_file")
     if (username is None) != (password_file is None):
         raise ConfigError(f"{where} username and password_file go together (or neither: the farm's)")

@@ -17,13 +17,11 @@ clear). Off loopback they need ``[tls]`` (the node's own certificate serves HTTP
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from garlicfarm.config import KNOWN_KEYS, ConfigError, NodeConfig, read_secret
+from garlicfarm.config import ConfigError, ExtraTable, NodeConfig, read_secret
 
 #: the interfaces that count as loopback in a Twisted endpoint string (``\:`` escapes a colon)
 _LOOPBACK = re.compile(r"(?:^|(?<!\\):)interface=(?:127\.[0-9.]+|\\:\\:1|localhost)(?:(?<!\\):|$)")
@@ -51,21 +49,8 @@ def is_loopback(listen: str) -> bool:
 
 
 def metrics_config(node: NodeConfig) -> MetricsConfig:
-    where = f"{node.path}: [metrics]"
-    table: Mapping[str, Any] = node.extra.get("metrics", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{node.path}: metrics must be a table ([metrics])")
-    known = KNOWN_KEYS["metrics"] or frozenset()
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(f"{where} unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
-
-    def text(key: str) -> str | None:
-        value = table.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ConfigError(f"{where} {key} must be a non-empty string")
-        return value
-
+    read = ExtraTable.of(node, "metrics")
+    table, where, text = read.table, read.where, read.text
     username, password_file = text("username"), text("password_file")
     if (username is None) != (password_file is None):
         raise ConfigError(f"{where} username and password_file go together (HTTP Basic auth), or neither")
