@@ -18,7 +18,8 @@ from garlicfarm.pipeline.options import PipelineError, add_pipeline_arguments
 from garlicfarm.pipeline.synth import BAD_SHARE, SynthSettings, generate
 
 
-def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """The job; its exit status: 0, or 3 when archive files were quarantined (docs/pipeline.md)."""
     try:
         from garlicfarm.pipeline.job import configure_logging, run_from_args
     except ImportError as e:
@@ -26,7 +27,7 @@ def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> Non
             f"PySpark is not installed ({e.name}): pip install 'garlicfarm[spark]' (and Java 17+)"
         ) from None
     configure_logging()
-    run_from_args(args, stdout)
+    return run_from_args(args, stdout).exit_status
 
 
 def run_synth(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:

@@ -34,7 +34,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
 
 from garlicfarm.pipeline import report
+from garlicfarm.pipeline.files import QUARANTINED, FileReject, Listing
 from garlicfarm.pipeline.health import member_health
+from garlicfarm.pipeline.intake import checked_listing, list_local
 from garlicfarm.pipeline.options import (
     PipelineError,
     PipelineOptions,
@@ -47,6 +49,9 @@ from garlicfarm.pipeline.replay import FarmSize, replay_farms, timeline_table, w
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
 
 log = logging.getLogger(__name__)
+
+#: the exit status of a job that ran but set whole files aside (see the rejects of kind "file")
+QUARANTINE_STATUS = 3
 
 TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
 #: the checked lines while the job runs (a directory beside the tables)
@@ -66,10 +71,24 @@ class PipelineSummary:
     publisher_changes: int
     seconds: float
     reject_kinds: dict[str, int]
+    listing: Listing = Listing((), ())
+
+    @property
+    def exit_status(self) -> int:
+        """0, or :data:`QUARANTINE_STATUS` when any archive file was set aside."""
+        return QUARANTINE_STATUS if self.listing.quarantined else 0
 
     def describe(self) -> list[str]:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.reject_kinds.items())) or "none"
+        quarantined = (
+            f" (quarantined, see rejects of kind {QUARANTINED!r}: "
+            + ", ".join(r.path for r in self.listing.quarantined)
+            + ")"
+            if self.listing.quarantined
+            else ""
+        )
         return [
+            f"{self.listing.describe()}{quarantined}",
             f"{self.lines:,} lines: {self.records:,} valid status records ({self.unique_records:,} unique), "
             f"{self.rejected:,} rejected ({kinds})",
             f"{self.farms} farms, {self.members} members, {self.windows:,} windows, "
@@ -134,17 +153,49 @@ def remove(spark: SparkSession, uri: str) -> None:
     target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(target, True)
 
 
+#: the rejects table: a bad line, or (``line_number`` null) a whole file and how much of it was read
+REJECT_COLUMNS = (
+    "partition",
+    "file",
+    "line_number",
+    "cluster",
+    "index",
+    "kind",
+    "reason",
+    "line",
+    "lines_read",
+    "bytes_read",
+)
+REJECT_SCHEMA = (
+    "partition string, file string, line_number long, cluster string, index long, kind string, "
+    "reason string, line string, lines_read long, bytes_read long"
+)
+
+
+def file_rejects(spark: SparkSession, rejects: Sequence[FileReject]) -> DataFrame:
+    rows = [
+        (r.partition, r.path, None, None, None, r.kind, r.reason, None, r.lines_read, r.bytes_read)
+        for r in rejects
+    ]
+    return spark.createDataFrame(rows, REJECT_SCHEMA)
+
+
 def check_archive(uri: str) -> None:
     """Fail early, before Spark starts, on a local archive that is not there."""
     if _is_local(uri) and not _local_path(uri).is_dir():
         raise PipelineError(f"no archive directory at {uri}")
 
 
-def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSummary:
+def run_pipeline(
+    spark: SparkSession, options: PipelineOptions, listing: Listing | None = None
+) -> PipelineSummary:
+    """The job; ``listing``: the local archive's, if it was listed before Spark started."""
     started = time.monotonic()
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)
     check_archive(options.archive)
+    with _stage(spark, "listing the archive's files and checking the compressed ones"):
+        listing = checked_listing(spark, options.archive, listing or list_local(options.archive))
     out = options.out
     staged = table_uri(out, STAGING)
     jvm_uri, python_uri = f"{staged}/jvm", f"{staged}/python"
@@ -154,7 +205,7 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             with _stage(spark, "reading and checking the archive"):
                 # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact,
                 # and each stage below reads only the columns it needs); removed at the end
-                jvm_checked(spark, options.archive).write.mode("overwrite").parquet(jvm_uri)
+                jvm_checked(spark, [f.path for f in listing.files]).write.mode("overwrite").parquet(jvm_uri)
         except AnalysisException as e:
             raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
         with _stage(spark, "checking the lines the JVM could not vouch for with the schema's own code"):
@@ -186,8 +237,11 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             else:
                 rejects = rejects.withColumn("line_number", F.lit(None).cast("long"))
             rejects.select(
-                "partition", "file", "line_number", "cluster", "index", "kind", "reason", "line"
-            ).write.mode("overwrite").parquet(table_uri(out, "rejects"))
+                *REJECT_COLUMNS[:-2],
+                *[F.lit(None).cast("long").alias(name) for name in REJECT_COLUMNS[-2:]],
+            ).unionByName(file_rejects(spark, listing.rejects)).write.mode("overwrite").parquet(
+                table_uri(out, "rejects")
+            )
         if not counts.get(True):
             rejected = counts.get(False, 0)
             what = (
@@ -215,6 +269,7 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             )
         with _stage(spark, "report"):
             data, summary = _collect(spark, options, counts, started)
+            summary = attrs.evolve(summary, listing=listing)
             write_text(spark, table_uri(out, "report.html"), report.render(data))
     finally:
         if windows is not None:
@@ -281,6 +336,7 @@ def _collect(
         .orderBy("cluster", "id")
         .collect()
     ]
+    rejects = rejects.where(F.col("line_number").isNotNull())  # the lines; whole files are in the summary
     reject_kinds = {row["kind"]: int(row["count"]) for row in rejects.groupBy("kind").count().collect()}
     reasons = [
         (row["kind"], row["reason"], int(row["count"]))
@@ -355,9 +411,10 @@ def run_from_args(args: argparse.Namespace, stdout: TextIO) -> PipelineSummary:
     options = options_from(args)
     conf = spark_conf_from(args)
     check_archive(options.archive)
+    listing = list_local(options.archive)  # an empty archive says so before Spark starts
     spark = build_session(args.master, driver_memory=args.driver_memory, conf=conf)
     try:
-        summary = run_pipeline(spark, options)
+        summary = run_pipeline(spark, options, listing)
     finally:
         spark.stop()
     for line in summary.describe():
@@ -370,11 +427,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     try:
-        run_from_args(args, sys.stdout)
+        summary = run_from_args(args, sys.stdout)
     except PipelineError as e:
         sys.stderr.write(f"garlicfarm-pipeline: {e}\n")
         return 1
-    return 0
+    return summary.exit_status
 
 
 if __name__ == "__main__":
