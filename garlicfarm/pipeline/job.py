@@ -19,22 +19,20 @@ import argparse
 import contextlib
 import datetime
 import logging
-import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TextIO
-from urllib.parse import urlparse
 
 import attrs
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
+from pyspark.sql.types import StructType
 
 from garlicfarm.pipeline import report
-from garlicfarm.pipeline.files import QUARANTINED, FileReject, Listing
+from garlicfarm.pipeline.files import QUARANTINED, Listing
 from garlicfarm.pipeline.health import member_health
 from garlicfarm.pipeline.intake import checked_listing, list_local
 from garlicfarm.pipeline.options import (
@@ -44,16 +42,33 @@ from garlicfarm.pipeline.options import (
     options_from,
     spark_conf_from,
 )
-from garlicfarm.pipeline.records import PARSED_SCHEMA, jvm_checked, python_checked, vouched, with_line_numbers
+from garlicfarm.pipeline.records import (
+    PARSED_SCHEMA,
+    jvm_checked,
+    python_checked,
+    vouched,
+    with_line_numbers,
+)
 from garlicfarm.pipeline.replay import FarmSize, replay_farms, timeline_table, weights_table
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
+from garlicfarm.pipeline.tables import (
+    REJECT_COLUMNS,
+    TABLES,
+    file_rejects,
+    is_local,
+    local_path,
+    read_table,
+    remove,
+    table_uri,
+    write_table,
+    write_text,
+)
 
 log = logging.getLogger(__name__)
 
 #: the exit status of a job that ran but set whole files aside (see the rejects of kind "file")
 QUARANTINE_STATUS = 3
 
-TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
 #: the checked lines while the job runs (a directory beside the tables)
 STAGING = "_checked_lines"
 MAX_REJECT_REASONS = 10
@@ -97,92 +112,21 @@ class PipelineSummary:
         ]
 
 
-def table_uri(out: str, name: str) -> str:
-    return f"{out.rstrip('/')}/{name}"
-
-
-def _is_local(uri: str) -> bool:
-    return urlparse(uri).scheme in ("", "file")
-
-
-def _local_path(uri: str) -> Path:
-    parsed = urlparse(uri)
-    return Path(parsed.path if parsed.scheme == "file" else uri)
-
-
 @contextlib.contextmanager
 def _stage(spark: SparkSession, name: str) -> Iterator[None]:
-    """A named step: a log line when it starts and ends, and its name on its jobs in the Spark UI."""
-    log.info("%s ...", name)
+    """A named step: one log line when it is done, with its time, and its name on its jobs in the UI."""
     started = time.monotonic()
     spark.sparkContext.setJobDescription(f"garlicfarm: {name}")
     try:
         yield
     finally:
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-    log.info("%s: done in %.1f s", name, time.monotonic() - started)
-
-
-def write_text(spark: SparkSession, uri: str, text: str) -> None:
-    """A small file next to the tables: local paths directly, anything else through Hadoop."""
-    data = text.encode("utf-8")
-    if _is_local(uri):
-        path = _local_path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    target = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    stream = fs.create(target, True)
-    try:
-        stream.write(bytearray(data))
-    finally:
-        stream.close()
-
-
-def remove(spark: SparkSession, uri: str) -> None:
-    """Delete a directory the job wrote: local paths directly, anything else through Hadoop."""
-    if _is_local(uri):
-        shutil.rmtree(_local_path(uri), ignore_errors=True)
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    target = jvm.org.apache.hadoop.fs.Path(uri)
-    target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(target, True)
-
-
-#: the rejects table: a bad line, or (``line_number`` null) a whole file and how much of it was read
-REJECT_COLUMNS = (
-    "partition",
-    "file",
-    "line_number",
-    "cluster",
-    "index",
-    "kind",
-    "reason",
-    "line",
-    "lines_read",
-    "bytes_read",
-)
-REJECT_SCHEMA = (
-    "partition string, file string, line_number long, cluster string, index long, kind string, "
-    "reason string, line string, lines_read long, bytes_read long"
-)
-
-
-def file_rejects(spark: SparkSession, rejects: Sequence[FileReject]) -> DataFrame:
-    rows = [
-        (r.partition, r.path, None, None, None, r.kind, r.reason, None, r.lines_read, r.bytes_read)
-        for r in rejects
-    ]
-    return spark.createDataFrame(rows, REJECT_SCHEMA)
+    log.info("stage %s: done in %.1f s", name, time.monotonic() - started)
 
 
 def check_archive(uri: str) -> None:
     """Fail early, before Spark starts, on a local archive that is not there."""
-    if _is_local(uri) and not _local_path(uri).is_dir():
+    if is_local(uri) and not local_path(uri).is_dir():
         raise PipelineError(f"no archive directory at {uri}")
 
 
@@ -200,6 +144,8 @@ def run_pipeline(
     staged = table_uri(out, STAGING)
     jvm_uri, python_uri = f"{staged}/jvm", f"{staged}/python"
     windows: DataFrame | None = None
+    fmt = options.format
+    schemas: dict[str, StructType] = {}
     try:
         try:
             with _stage(spark, "reading and checking the archive"):
@@ -236,11 +182,12 @@ def run_pipeline(
                 rejects = with_line_numbers(spark, rejects, parsed)
             else:
                 rejects = rejects.withColumn("line_number", F.lit(None).cast("long"))
-            rejects.select(
+            lines = rejects.select(
                 *REJECT_COLUMNS[:-2],
                 *[F.lit(None).cast("long").alias(name) for name in REJECT_COLUMNS[-2:]],
-            ).unionByName(file_rejects(spark, listing.rejects)).write.mode("overwrite").parquet(
-                table_uri(out, "rejects")
+            )
+            schemas["rejects"] = write_table(
+                lines.unionByName(file_rejects(spark, listing.rejects)), out, "rejects", fmt
             )
         if not counts.get(True):
             rejected = counts.get(False, 0)
@@ -256,19 +203,17 @@ def run_pipeline(
             windows = replay_farms(valid, options.window_ms, farms, tasks).persist(
                 StorageLevel.MEMORY_AND_DISK
             )
-            timeline_table(windows, options.window_ms).write.mode("overwrite").parquet(
-                table_uri(out, "publisher_timeline")
-            )
-            weights_table(windows, options.window_ms).write.mode("overwrite").parquet(
-                table_uri(out, "destination_weights")
-            )
-        timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
+            timeline = timeline_table(windows, options.window_ms)
+            schemas["publisher_timeline"] = write_table(timeline, out, "publisher_timeline", fmt)
+            weights = weights_table(windows, options.window_ms)
+            schemas["destination_weights"] = write_table(weights, out, "destination_weights", fmt)
+        timeline = read_table(spark, out, "publisher_timeline", fmt, schemas["publisher_timeline"])
         with _stage(spark, "member health"):
-            member_health(valid, timeline, options.interval_ms).write.mode("overwrite").parquet(
-                table_uri(out, "member_health")
-            )
+            health = member_health(valid, timeline, options.interval_ms)
+            schemas["member_health"] = write_table(health, out, "member_health", fmt)
         with _stage(spark, "report"):
-            data, summary = _collect(spark, options, counts, started)
+            tables = {name: read_table(spark, out, name, fmt, schemas[name]) for name in TABLES}
+            data, summary = _collect(tables, options, counts, started)
             summary = attrs.evolve(summary, listing=listing)
             write_text(spark, table_uri(out, "report.html"), report.render(data))
     finally:
@@ -281,12 +226,9 @@ def run_pipeline(
 
 
 def _collect(
-    spark: SparkSession, options: PipelineOptions, counts: dict[bool, int], started: float
+    tables: dict[str, DataFrame], options: PipelineOptions, counts: dict[bool, int], started: float
 ) -> tuple[report.ReportData, PipelineSummary]:
-    out = options.out
-    timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
-    health = spark.read.parquet(table_uri(out, "member_health"))
-    rejects = spark.read.parquet(table_uri(out, "rejects"))
+    timeline, health, rejects = (tables[n] for n in ("publisher_timeline", "member_health", "rejects"))
     farms = sorted(row["cluster"] for row in timeline.select("cluster").distinct().collect())
     drawn = farms[: options.report_farms]
     timelines: dict[str, list[tuple[int, int | None]]] = {farm: [] for farm in drawn}

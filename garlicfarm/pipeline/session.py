@@ -31,6 +31,8 @@ REQUIRED_CONF = {
     # code was one such, and ran interpreted (the read stage took twice as long). Above this, Spark
     # generates code per operator instead.
     "spark.sql.codegen.hugeMethodLimit": "8000",
+    # timestamps as Parquet INT64 (microseconds, UTC), which every reader takes, not legacy INT96
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 
