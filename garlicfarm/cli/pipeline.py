@@ -14,12 +14,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from garlicfarm.pipeline.options import PipelineError, add_pipeline_arguments
+from garlicfarm.pipeline.intake import list_local
+from garlicfarm.pipeline.options import PipelineError, add_pipeline_arguments, options_from, spark_conf_from
 from garlicfarm.pipeline.synth import BAD_SHARE, SynthSettings, generate
 
 
 def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     """The job; its exit status: 0, or 3 when archive files were quarantined (docs/pipeline.md)."""
+    options_from(args)  # bad options, a missing or empty local archive: said before PySpark loads
+    spark_conf_from(args)
+    listing = list_local(args.archive)
     try:
         from garlicfarm.pipeline.job import configure_logging, run_from_args
     except ImportError as e:
@@ -27,7 +31,7 @@ def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int
             f"PySpark is not installed ({e.name}): pip install 'garlicfarm[spark]' (and Java 17+)"
         ) from None
     configure_logging()
-    return run_from_args(args, stdout).exit_status
+    return run_from_args(args, stdout, listing).exit_status
 
 
 def run_synth(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:

@@ -5,6 +5,7 @@ one is an error at once."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import attrs
@@ -33,6 +34,8 @@ def list_local(uri: str) -> Listing | None:
     root = local_root(uri)
     if root is None:
         return None
+    if not os.path.isdir(root):
+        raise PipelineError(f"no archive directory at {uri}")
     try:
         listing = list_archive(root, LocalFileSystem())
     except OSError as e:

@@ -348,12 +348,16 @@ def configure_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def run_from_args(args: argparse.Namespace, stdout: TextIO) -> PipelineSummary:
-    """Options to session to run to summary on ``stdout``: the CLI and spark-submit alike."""
+def run_from_args(
+    args: argparse.Namespace, stdout: TextIO, listing: Listing | None = None
+) -> PipelineSummary:
+    """Options to session to run to summary on ``stdout``: the CLI and spark-submit alike.
+    ``listing``: the local archive's, if the caller listed it already."""
     options = options_from(args)
     conf = spark_conf_from(args)
     check_archive(options.archive)
-    listing = list_local(options.archive)  # an empty archive says so before Spark starts
+    if listing is None:
+        listing = list_local(options.archive)  # an empty archive says so before Spark starts
     spark = build_session(args.master, driver_memory=args.driver_memory, conf=conf)
     try:
         summary = run_pipeline(spark, options, listing)
