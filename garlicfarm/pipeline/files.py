@@ -84,10 +84,14 @@ class Listing:
         if self.quarantined:
             parts.append(f"{len(self.quarantined):,} quarantined")
         if self.foreign:
-            parts.append(f"{len(self.foreign):,} other entries skipped")
+            parts.append(f"{len(self.foreign):,} other {_entries(len(self.foreign))} skipped")
         if self.bom:
             parts.append(f"{len(self.bom):,} starting with a UTF-8 BOM (dropped)")
         return ", ".join(parts)
+
+
+def _entries(n: int) -> str:
+    return "entry" if n == 1 else "entries"
 
 
 class FileSystem(Protocol):

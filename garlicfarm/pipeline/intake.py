@@ -47,7 +47,8 @@ def list_local(uri: str) -> Listing | None:
 def require_files(uri: str, listing: Listing) -> None:
     if listing.files or listing.quarantined:
         return
-    other = f"; {len(listing.foreign)} other entries there" if listing.foreign else ""
+    n = len(listing.foreign)
+    other = f"; {n} other {'entry' if n == 1 else 'entries'} there" if n else ""
     raise PipelineError(f"no archive files (date=YYYY-MM-DD/node-<id>.jsonl[.gz]) in {uri}{other}")
 
 

@@ -98,7 +98,7 @@ def test_an_empty_archive_says_so_before_spark_starts(
     (tmp_path / "a" / DAY / "notes.txt").write_text("x")
     assert main(["pipeline", "--archive", str(tmp_path / "a"), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
-    assert "no archive files (date=YYYY-MM-DD/node-<id>.jsonl[.gz])" in err and "1 other entries" in err
+    assert "no archive files (date=YYYY-MM-DD/node-<id>.jsonl[.gz])" in err and "1 other entry there" in err
     assert err.count("\n") == 1
 
 
