@@ -80,17 +80,17 @@ class Listing:
         return tuple(r for r in self.rejects if r.kind == FOREIGN)
 
     def describe(self) -> str:
-        parts = [f"{len(self.files):,} archive files"]
+        parts = [f"{len(self.files):,} archive files read"]
         if self.quarantined:
             parts.append(f"{len(self.quarantined):,} quarantined")
         if self.foreign:
-            parts.append(f"{len(self.foreign):,} other {_entries(len(self.foreign))} skipped")
+            parts.append(f"{len(self.foreign):,} other {entries(len(self.foreign))} skipped")
         if self.bom:
             parts.append(f"{len(self.bom):,} starting with a UTF-8 BOM (dropped)")
         return ", ".join(parts)
 
 
-def _entries(n: int) -> str:
+def entries(n: int) -> str:
     return "entry" if n == 1 else "entries"
 
 

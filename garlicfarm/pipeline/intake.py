@@ -16,6 +16,7 @@ from garlicfarm.pipeline.files import (
     HadoopFileSystem,
     Listing,
     LocalFileSystem,
+    entries,
     list_archive,
     local_root,
 )
@@ -48,7 +49,7 @@ def require_files(uri: str, listing: Listing) -> None:
     if listing.files or listing.quarantined:
         return
     n = len(listing.foreign)
-    other = f"; {n} other {'entry' if n == 1 else 'entries'} there" if n else ""
+    other = f"; {n} other {entries(n)} there" if n else ""
     raise PipelineError(f"no archive files (date=YYYY-MM-DD/node-<id>.jsonl[.gz]) in {uri}{other}")
 
 
@@ -96,7 +97,8 @@ def report(listing: Listing) -> None:
     if listing.foreign:
         names = ", ".join(r.path for r in listing.foreign[:SHOWN])
         more = f" and {len(listing.foreign) - SHOWN} more" if len(listing.foreign) > SHOWN else ""
-        log.warning("skipped %d entries that are not archive files: %s%s", len(listing.foreign), names, more)
+        n = len(listing.foreign)
+        log.warning("skipped %d %s that are not archive files: %s%s", n, entries(n), names, more)
     if listing.bom:
         log.info(
             "%d files start with a UTF-8 byte order mark (dropped): %s", len(listing.bom), listing.bom[:SHOWN]

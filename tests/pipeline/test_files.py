@@ -127,7 +127,7 @@ def test_bad_files_are_quarantined_and_the_good_ones_processed(spark: Any, tmp_p
     assert summary.records == 3 * result.records  # node-1, node-2 and node-4 (its first line too)
     assert summary.rejected == 0
     text = "\n".join(summary.describe())
-    assert "3 archive files, 2 quarantined, 2 other entries skipped, 1 starting with a UTF-8 BOM" in text
+    assert "3 archive files read, 2 quarantined, 2 other entries skipped, 1 starting with a UTF-8 BOM" in text
     assert str(day / "node-3.jsonl.gz") in text
     rejects = {r["file"]: r for r in pq.read_table(out / "rejects").to_pylist()}
     truncated = rejects[str(day / "node-3.jsonl.gz")]
