@@ -1,16 +1,19 @@
-"""The pipeline job: archive in, Parquet tables and report.html out. Also a ``spark-submit`` application::
+"""The pipeline job: archive in, tables (tables.py) and report.html out. Also a ``spark-submit`` application::
 
     spark-submit --py-files garlicfarm.zip garlicfarm/pipeline/job.py --archive URI --out URI
     python -m garlicfarm.pipeline --archive DIR --out DIR      # starts a local Spark itself
 
-Stages (each logged with its time; Spark's console progress bar shows the tasks of each):
+Stages (each one log line with its time; Spark's console progress bar shows the tasks of each):
 
+0. list the archive's files and check the compressed ones; quarantine the bad (intake.py);
 1. read every line and check it in the JVM against the schema (native.py); staged as Parquet;
 2. the lines the JVM could not vouch for, checked by the schema's own Python code (records.py);
 3. write the rejects, with their line numbers;
 4. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights (replay.py);
 5. member health, which joins the timeline written in 4;
 6. the report, from the tables just written.
+
+Exit status: 0; 1 on an error (one line on stderr); :data:`QUARANTINE_STATUS` when files were set aside.
 """
 
 from __future__ import annotations
