@@ -124,7 +124,7 @@ def _stage(spark: SparkSession, name: str) -> Iterator[None]:
         yield
     finally:
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-    log.info("stage %s: done in %.1f s", name, time.monotonic() - started)
+    log.info("%s: done in %.1f s", name, time.monotonic() - started)
 
 
 def check_archive(uri: str) -> None:
