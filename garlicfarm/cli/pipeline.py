@@ -14,11 +14,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from garlicfarm.pipeline.options import PipelineError, add_pipeline_arguments
+from garlicfarm.pipeline.intake import list_local
+from garlicfarm.pipeline.options import PipelineError, add_pipeline_arguments, options_from, spark_conf_from
 from garlicfarm.pipeline.synth import BAD_SHARE, SynthSettings, generate
 
 
-def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
+def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """The job; its exit status: 0, or 3 when archive files were quarantined (docs/pipeline.md)."""
+    options_from(args)  # bad options, a missing or empty local archive: said before PySpark loads
+    spark_conf_from(args)
+    listing = list_local(args.archive)
     try:
         from garlicfarm.pipeline.job import configure_logging, run_from_args
     except ImportError as e:
@@ -26,7 +31,7 @@ def run_pipeline(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> Non
             f"PySpark is not installed ({e.name}): pip install 'garlicfarm[spark]' (and Java 17+)"
         ) from None
     configure_logging()
-    run_from_args(args, stdout)
+    return run_from_args(args, stdout, listing).exit_status
 
 
 def run_synth(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> None:
@@ -74,10 +79,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "pipeline",
         help="analyse a telemetry archive on Spark: publisher timeline, Meta LS2 weights, member health",
         description="Read a telemetry archive (date=YYYY-MM-DD/node-<id>.jsonl) and write, under --out, the "
-        "Parquet tables publisher_timeline/, destination_weights/, member_health/, rejects/ and report.html. "
+        "tables (Parquet or CSV, by farm and day) publisher_timeline/, destination_weights/, "
+        "member_health/, rejects/ and report.html. "
         "The publisher is chosen by replaying each farm's records through the live service's own FarmState. "
-        "Bad lines go to rejects/ with their reason; they never stop the job. Also runnable as "
-        "'spark-submit garlicfarm/pipeline/job.py ...'. See docs/pipeline.md.",
+        "Bad lines go to rejects/ with their reason; they never stop the job. Corrupt or unreadable "
+        "archive files are quarantined (listed in rejects/, exit status 3) and the rest processed. Also "
+        "runnable as 'spark-submit garlicfarm/pipeline/job.py ...'. See docs/pipeline.md.",
     )
     add_pipeline_arguments(pipeline)
     pipeline.set_defaults(run=run_pipeline)
@@ -89,7 +96,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "reporting every INTERVAL seconds for DAYS days, with outages (and router restarts), stale reports "
         "delivered late, router error states, a daily load curve, and a share of bad lines (cut short, "
         "not JSON, wrong types, not UTF-8, unknown schema version, too deep, too large). Deterministic "
-        "for a --seed. About 450 bytes a record.",
+        "for a --seed. About 900 bytes a record.",
     )
     synth.add_argument("--out", required=True, metavar="DIR", help="the archive directory (created)")
     synth.add_argument("--farms", type=int, required=True, metavar="F", help="number of farms")

@@ -1,16 +1,19 @@
-"""The pipeline job: archive in, Parquet tables and report.html out. Also a ``spark-submit`` application::
+"""The pipeline job: archive in, tables (tables.py) and report.html out. Also a ``spark-submit`` application::
 
     spark-submit --py-files garlicfarm.zip garlicfarm/pipeline/job.py --archive URI --out URI
     python -m garlicfarm.pipeline --archive DIR --out DIR      # starts a local Spark itself
 
-Stages (each logged with its time; Spark's console progress bar shows the tasks of each):
+Stages (each one log line with its time; Spark's console progress bar shows the tasks of each):
 
+0. list the archive's files and check the compressed ones; quarantine the bad (intake.py);
 1. read every line and check it in the JVM against the schema (native.py); staged as Parquet;
 2. the lines the JVM could not vouch for, checked by the schema's own Python code (records.py);
 3. write the rejects, with their line numbers;
 4. replay each farm's log through ``FarmState``: publisher timeline and Meta LS2 weights (replay.py);
 5. member health, which joins the timeline written in 4;
 6. the report, from the tables just written.
+
+Exit status: 0; 1 on an error (one line on stderr); :data:`QUARANTINE_STATUS` when files were set aside.
 """
 
 from __future__ import annotations
@@ -19,22 +22,22 @@ import argparse
 import contextlib
 import datetime
 import logging
-import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TextIO
-from urllib.parse import urlparse
 
 import attrs
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
+from pyspark.sql.types import StructType
 
 from garlicfarm.pipeline import report
+from garlicfarm.pipeline.files import QUARANTINED, Listing
 from garlicfarm.pipeline.health import member_health
+from garlicfarm.pipeline.intake import checked_listing, list_local
 from garlicfarm.pipeline.options import (
     PipelineError,
     PipelineOptions,
@@ -42,13 +45,33 @@ from garlicfarm.pipeline.options import (
     options_from,
     spark_conf_from,
 )
-from garlicfarm.pipeline.records import PARSED_SCHEMA, jvm_checked, python_checked, vouched, with_line_numbers
+from garlicfarm.pipeline.records import (
+    PARSED_SCHEMA,
+    jvm_checked,
+    python_checked,
+    vouched,
+    with_line_numbers,
+)
 from garlicfarm.pipeline.replay import FarmSize, replay_farms, timeline_table, weights_table
 from garlicfarm.pipeline.session import REQUIRED_CONF, build_session
+from garlicfarm.pipeline.tables import (
+    REJECT_COLUMNS,
+    TABLES,
+    file_rejects,
+    is_local,
+    local_path,
+    read_table,
+    remove,
+    table_uri,
+    write_table,
+    write_text,
+)
 
 log = logging.getLogger(__name__)
 
-TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
+#: the exit status of a job that ran but set whole files aside (see the rejects of kind "file")
+QUARANTINE_STATUS = 3
+
 #: the checked lines while the job runs (a directory beside the tables)
 STAGING = "_checked_lines"
 MAX_REJECT_REASONS = 10
@@ -66,10 +89,24 @@ class PipelineSummary:
     publisher_changes: int
     seconds: float
     reject_kinds: dict[str, int]
+    listing: Listing = Listing((), ())
+
+    @property
+    def exit_status(self) -> int:
+        """0, or :data:`QUARANTINE_STATUS` when any archive file was set aside."""
+        return QUARANTINE_STATUS if self.listing.quarantined else 0
 
     def describe(self) -> list[str]:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.reject_kinds.items())) or "none"
+        quarantined = (
+            f" (quarantined, see rejects of kind {QUARANTINED!r}: "
+            + ", ".join(r.path for r in self.listing.quarantined)
+            + ")"
+            if self.listing.quarantined
+            else ""
+        )
         return [
+            f"{self.listing.describe()}{quarantined}",
             f"{self.lines:,} lines: {self.records:,} valid status records ({self.unique_records:,} unique), "
             f"{self.rejected:,} rejected ({kinds})",
             f"{self.farms} farms, {self.members} members, {self.windows:,} windows, "
@@ -78,23 +115,9 @@ class PipelineSummary:
         ]
 
 
-def table_uri(out: str, name: str) -> str:
-    return f"{out.rstrip('/')}/{name}"
-
-
-def _is_local(uri: str) -> bool:
-    return urlparse(uri).scheme in ("", "file")
-
-
-def _local_path(uri: str) -> Path:
-    parsed = urlparse(uri)
-    return Path(parsed.path if parsed.scheme == "file" else uri)
-
-
 @contextlib.contextmanager
 def _stage(spark: SparkSession, name: str) -> Iterator[None]:
-    """A named step: a log line when it starts and ends, and its name on its jobs in the Spark UI."""
-    log.info("%s ...", name)
+    """A named step: one log line when it is done, with its time, and its name on its jobs in the UI."""
     started = time.monotonic()
     spark.sparkContext.setJobDescription(f"garlicfarm: {name}")
     try:
@@ -104,57 +127,34 @@ def _stage(spark: SparkSession, name: str) -> Iterator[None]:
     log.info("%s: done in %.1f s", name, time.monotonic() - started)
 
 
-def write_text(spark: SparkSession, uri: str, text: str) -> None:
-    """A small file next to the tables: local paths directly, anything else through Hadoop."""
-    data = text.encode("utf-8")
-    if _is_local(uri):
-        path = _local_path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    target = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    stream = fs.create(target, True)
-    try:
-        stream.write(bytearray(data))
-    finally:
-        stream.close()
-
-
-def remove(spark: SparkSession, uri: str) -> None:
-    """Delete a directory the job wrote: local paths directly, anything else through Hadoop."""
-    if _is_local(uri):
-        shutil.rmtree(_local_path(uri), ignore_errors=True)
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    target = jvm.org.apache.hadoop.fs.Path(uri)
-    target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(target, True)
-
-
 def check_archive(uri: str) -> None:
     """Fail early, before Spark starts, on a local archive that is not there."""
-    if _is_local(uri) and not _local_path(uri).is_dir():
+    if is_local(uri) and not local_path(uri).is_dir():
         raise PipelineError(f"no archive directory at {uri}")
 
 
-def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSummary:
+def run_pipeline(
+    spark: SparkSession, options: PipelineOptions, listing: Listing | None = None
+) -> PipelineSummary:
+    """The job; ``listing``: the local archive's, if it was listed before Spark started."""
     started = time.monotonic()
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)
     check_archive(options.archive)
+    with _stage(spark, "listing the archive's files and checking the compressed ones"):
+        listing = checked_listing(spark, options.archive, listing or list_local(options.archive))
     out = options.out
     staged = table_uri(out, STAGING)
     jvm_uri, python_uri = f"{staged}/jvm", f"{staged}/python"
     windows: DataFrame | None = None
+    fmt = options.format
+    schemas: dict[str, StructType] = {}
     try:
         try:
             with _stage(spark, "reading and checking the archive"):
                 # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact,
                 # and each stage below reads only the columns it needs); removed at the end
-                jvm_checked(spark, options.archive).write.mode("overwrite").parquet(jvm_uri)
+                jvm_checked(spark, [f.path for f in listing.files]).write.mode("overwrite").parquet(jvm_uri)
         except AnalysisException as e:
             raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
         with _stage(spark, "checking the lines the JVM could not vouch for with the schema's own code"):
@@ -185,9 +185,13 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
                 rejects = with_line_numbers(spark, rejects, parsed)
             else:
                 rejects = rejects.withColumn("line_number", F.lit(None).cast("long"))
-            rejects.select(
-                "partition", "file", "line_number", "cluster", "index", "kind", "reason", "line"
-            ).write.mode("overwrite").parquet(table_uri(out, "rejects"))
+            lines = rejects.select(
+                *REJECT_COLUMNS[:-2],
+                *[F.lit(None).cast("long").alias(name) for name in REJECT_COLUMNS[-2:]],
+            )
+            schemas["rejects"] = write_table(
+                lines.unionByName(file_rejects(spark, listing.rejects)), out, "rejects", fmt
+            )
         if not counts.get(True):
             rejected = counts.get(False, 0)
             what = (
@@ -202,19 +206,18 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
             windows = replay_farms(valid, options.window_ms, farms, tasks).persist(
                 StorageLevel.MEMORY_AND_DISK
             )
-            timeline_table(windows, options.window_ms).write.mode("overwrite").parquet(
-                table_uri(out, "publisher_timeline")
-            )
-            weights_table(windows, options.window_ms).write.mode("overwrite").parquet(
-                table_uri(out, "destination_weights")
-            )
-        timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
+            timeline = timeline_table(windows, options.window_ms)
+            schemas["publisher_timeline"] = write_table(timeline, out, "publisher_timeline", fmt)
+            weights = weights_table(windows, options.window_ms)
+            schemas["destination_weights"] = write_table(weights, out, "destination_weights", fmt)
+        timeline = read_table(spark, out, "publisher_timeline", fmt, schemas["publisher_timeline"])
         with _stage(spark, "member health"):
-            member_health(valid, timeline, options.interval_ms).write.mode("overwrite").parquet(
-                table_uri(out, "member_health")
-            )
+            health = member_health(valid, timeline, options.interval_ms)
+            schemas["member_health"] = write_table(health, out, "member_health", fmt)
         with _stage(spark, "report"):
-            data, summary = _collect(spark, options, counts, started)
+            tables = {name: read_table(spark, out, name, fmt, schemas[name]) for name in TABLES}
+            data, summary = _collect(tables, options, counts, started)
+            summary = attrs.evolve(summary, listing=listing)
             write_text(spark, table_uri(out, "report.html"), report.render(data))
     finally:
         if windows is not None:
@@ -226,12 +229,9 @@ def run_pipeline(spark: SparkSession, options: PipelineOptions) -> PipelineSumma
 
 
 def _collect(
-    spark: SparkSession, options: PipelineOptions, counts: dict[bool, int], started: float
+    tables: dict[str, DataFrame], options: PipelineOptions, counts: dict[bool, int], started: float
 ) -> tuple[report.ReportData, PipelineSummary]:
-    out = options.out
-    timeline = spark.read.parquet(table_uri(out, "publisher_timeline"))
-    health = spark.read.parquet(table_uri(out, "member_health"))
-    rejects = spark.read.parquet(table_uri(out, "rejects"))
+    timeline, health, rejects = (tables[n] for n in ("publisher_timeline", "member_health", "rejects"))
     farms = sorted(row["cluster"] for row in timeline.select("cluster").distinct().collect())
     drawn = farms[: options.report_farms]
     timelines: dict[str, list[tuple[int, int | None]]] = {farm: [] for farm in drawn}
@@ -281,6 +281,7 @@ def _collect(
         .orderBy("cluster", "id")
         .collect()
     ]
+    rejects = rejects.where(F.col("line_number").isNotNull())  # the lines; whole files are in the summary
     reject_kinds = {row["kind"]: int(row["count"]) for row in rejects.groupBy("kind").count().collect()}
     reasons = [
         (row["kind"], row["reason"], int(row["count"]))
@@ -350,14 +351,19 @@ def configure_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def run_from_args(args: argparse.Namespace, stdout: TextIO) -> PipelineSummary:
-    """Options to session to run to summary on ``stdout``: the CLI and spark-submit alike."""
+def run_from_args(
+    args: argparse.Namespace, stdout: TextIO, listing: Listing | None = None
+) -> PipelineSummary:
+    """Options to session to run to summary on ``stdout``: the CLI and spark-submit alike.
+    ``listing``: the local archive's, if the caller listed it already."""
     options = options_from(args)
     conf = spark_conf_from(args)
     check_archive(options.archive)
+    if listing is None:
+        listing = list_local(options.archive)  # an empty archive says so before Spark starts
     spark = build_session(args.master, driver_memory=args.driver_memory, conf=conf)
     try:
-        summary = run_pipeline(spark, options)
+        summary = run_pipeline(spark, options, listing)
     finally:
         spark.stop()
     for line in summary.describe():
@@ -370,11 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     try:
-        run_from_args(args, sys.stdout)
+        summary = run_from_args(args, sys.stdout)
     except PipelineError as e:
         sys.stderr.write(f"garlicfarm-pipeline: {e}\n")
         return 1
-    return 0
+    return summary.exit_status
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import re
 import attrs
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+FORMATS = ("parquet", "csv")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
@@ -24,6 +25,8 @@ class PipelineOptions:
     interval_ms: int | None = 60_000
     #: farms drawn one by one in the report (the tables hold them all)
     report_farms: int = 12
+    #: the tables' format: parquet or csv (with a header line)
+    format: str = "parquet"
 
 
 def parse_duration(text: str) -> int:
@@ -75,6 +78,13 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
         help="farms whose timeline the report draws (default 12; the tables hold every farm)",
     )
     parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="parquet",
+        help="the tables' format: parquet (default) or csv (with a header line); partitioned by farm "
+        "and day alike",
+    )
+    parser.add_argument(
         "--driver-memory",
         default="4g",
         metavar="SIZE",
@@ -99,6 +109,7 @@ def options_from(args: argparse.Namespace) -> PipelineOptions:
         window_ms=parse_duration(args.window),
         interval_ms=parse_interval(args.interval),
         report_farms=args.report_farms,
+        format=args.format,
     )
 
 

@@ -10,12 +10,12 @@ UTF-8 are caught here rather than silently replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
 
 import attrs
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual name
 from pyspark.sql.types import (
     BinaryType,
@@ -37,6 +37,7 @@ from garlicfarm.app.schema import (
     unique_keys,
 )
 from garlicfarm.pipeline import native
+from garlicfarm.pipeline.intake import checked_listing, list_local
 
 #: how much of a rejected line the rejects table keeps
 REJECT_LINE_CHARS = 300
@@ -222,18 +223,19 @@ def _frame(columns: dict[str, list[Any]], schema: StructType) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def jvm_checked(spark: SparkSession, uri: str) -> DataFrame:
-    """Every line of the archive under ``uri`` as the JVM reads it (lazily): ``clean`` (vouched for,
-    :mod:`.native`), the fields of a clean line (``jvm_<name>``), where the line is, and the bytes
-    of a line that is not clean (``suspect``, for :func:`python_checked`)."""
-    # exactly the archive's files (node-<id>.jsonl, compressed or not): not a .jsonl.bak beside them
-    lines = spark.read.option("pathGlobFilter", "*.{jsonl,jsonl.gz}").text(uri)
-    partition = F.col("date").cast("string") if "date" in lines.columns else F.lit(None).cast("string")
+def jvm_checked(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """Every line of ``files`` (the archive's, as :mod:`.intake` lists them) as the JVM reads it
+    (lazily): ``clean`` (vouched for, :mod:`.native`), the fields of a clean line (``jvm_<name>``),
+    where the line is, and the bytes of a line that is not clean (``suspect``, for
+    :func:`python_checked`)."""
+    # exactly these files, no directory discovery (so no partition inference: the partition comes
+    # from the path)
+    lines = spark.read.option("recursiveFileLookup", "true").text(list(files))
     classified = native.classify(
         lines.select(
             F.col("value").cast("binary").alias("value"),
-            partition.alias("partition"),
-            F.col("_metadata.file_path").alias("file"),
+            partition_of(F.col("_metadata.file_path")).alias("partition"),
+            plain_path(F.col("_metadata.file_path")).alias("file"),
             # where a line is: the file's chunk this task read, and the row's place in the task
             F.col("_metadata.file_block_start").alias("block"),
             F.monotonically_increasing_id().alias("row"),
@@ -246,6 +248,18 @@ def jvm_checked(spark: SparkSession, uri: str) -> DataFrame:
         *WHERE,
         F.when(~F.col("clean"), F.col("value")).alias("suspect"),
     )
+
+
+def plain_path(uri: Column) -> Column:
+    """A local file's path as the filesystem spells it (Spark gives ``file:`` URIs, %-escaped); any
+    other URI as it is."""
+    escaped = F.regexp_replace(F.regexp_replace(uri, "^file:(//)?", ""), "[+]", "%2B")
+    return F.when(uri.startswith("file:"), F.url_decode(escaped)).otherwise(uri)
+
+
+def partition_of(uri: Column) -> Column:
+    """The ``date=`` directory a file is in."""
+    return F.nullif(F.regexp_extract(uri, "date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$", 1), F.lit(""))
 
 
 def vouched(jvm: DataFrame) -> DataFrame:
@@ -268,7 +282,8 @@ def read_archive(spark: SparkSession, uri: str) -> DataFrame:
 
     (The job stages :func:`jvm_checked` first, so that the source is read once and Python starts
     only for the few lines the JVM cannot vouch for.)"""
-    jvm = jvm_checked(spark, uri)
+    listing = checked_listing(spark, uri, list_local(uri))
+    jvm = jvm_checked(spark, [f.path for f in listing.files])
     return vouched(jvm).unionByName(python_checked(jvm))
 
 

@@ -338,6 +338,7 @@ def weights_table(windows: DataFrame, window_ms: int) -> DataFrame:
         "cluster",
         "window_start",
         "window_end",
+        F.to_date("window_start").alias("day"),
         (F.col("pos") + 1).alias("rank"),
         F.col("lease.lease_destinations").alias("destination"),
         F.col("lease.lease_weights").alias("weight"),

@@ -14,6 +14,8 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+import pyspark
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 import garlicfarm
@@ -31,6 +33,8 @@ REQUIRED_CONF = {
     # code was one such, and ran interpreted (the read stage took twice as long). Above this, Spark
     # generates code per operator instead.
     "spark.sql.codegen.hugeMethodLimit": "8000",
+    # timestamps as Parquet INT64 (microseconds, UTC), which every reader takes, not legacy INT96
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 
@@ -52,9 +56,15 @@ def build_session(
     executors itself and checks, with one task, that they can run the pipeline's code."""
     builder = SparkSession.builder.appName(app_name)
     launching = not under_spark_submit()
-    local = master is None or master.startswith("local")
+    conf = dict(conf or {})
     if launching:
         require_java()
+        user = {**spark_defaults(), **conf}
+        effective_master = master or "local[*]"  # set below, over spark-defaults.conf's
+    else:
+        user = {**submitted_conf(), **conf}
+        effective_master = master or user.get("spark.master") or "local[*]"
+    local = effective_master.startswith("local")
     if master is not None:
         builder = builder.master(master)
     elif launching:
@@ -66,18 +76,15 @@ def build_session(
         os.environ["PYSPARK_PYTHON"] = sys.executable
     if launching and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
-    if launching:
-        # Everything this process starts listens on loopback unless told otherwise: the driver, its
-        # block manager and the UI (which binds SPARK_LOCAL_IP, or every interface without it).
+    if launching and on_this_machine(effective_master):
+        # the JVM this process starts inherits it: the UI and the block manager bind it too
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
-        for key in ("spark.driver.host", "spark.driver.bindAddress"):
-            if key not in (conf or {}):
-                builder = builder.config(key, os.environ["SPARK_LOCAL_IP"])
+    binds = bind_conf(effective_master, user, os.environ)
     builder = builder.config("spark.ui.showConsoleProgress", "true")
-    for key, value in {**REQUIRED_CONF, **(conf or {})}.items():
+    for key, value in {**REQUIRED_CONF, **binds, **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
+    log.info("Spark %s, master %s; %s", spark.version, spark.sparkContext.master, describe_binds(spark))
     if launching and not local:
         try:
             ship_package(spark)
@@ -86,6 +93,81 @@ def build_session(
             spark.stop()
             raise
     return spark
+
+
+#: what keeps the driver off the network; set by the job unless the user set them
+BIND_KEYS = ("spark.driver.host", "spark.driver.bindAddress")
+_LOOPBACK_HOSTS = re.compile(r"^(localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)$")
+
+
+def on_this_machine(master: str) -> bool:
+    """A master whose executors run on this machine: ``local[...]``, or a standalone master on
+    loopback. On any other (a cluster's, ``yarn``, ``k8s://``) the executors must reach the driver
+    over the network, so the job does not bind it to loopback."""
+    if master.startswith("local"):
+        return True
+    hosts = re.match(r"^spark://([^/]+)$", master)
+    if hosts is None:
+        return False
+    names = [h.rsplit(":", 1)[0] for h in hosts.group(1).split(",")]
+    return all(_LOOPBACK_HOSTS.match(name) for name in names)
+
+
+def bind_conf(master: str, user: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
+    """The settings that keep what this job starts on loopback, minus those the user set.
+
+    ``user``: the Spark properties already set (``--conf``, spark-submit's, spark-defaults.conf).
+    The driver's RPC and block manager bind ``spark.driver.bindAddress`` and advertise
+    ``spark.driver.host``; as with Spark's own SPARK_LOCAL_IP, that variable, when set, is the
+    address. The UI has no such property: it binds SPARK_LOCAL_IP as the JVM saw it at start, or every
+    interface; so without SPARK_LOCAL_IP (under spark-submit, where the JVM started before this code)
+    it is turned off unless the user configured it."""
+    if not on_this_machine(master):
+        return {}
+    address = env.get("SPARK_LOCAL_IP") or LOOPBACK
+    out = {key: address for key in BIND_KEYS if key not in user}
+    ui_keys = ("spark.ui.enabled", "spark.ui.port")
+    if not env.get("SPARK_LOCAL_IP") and not any(key in user for key in ui_keys):
+        out["spark.ui.enabled"] = "false"
+    return out
+
+
+def describe_binds(spark: SparkSession) -> str:
+    conf = spark.sparkContext.getConf()
+    ui = spark.sparkContext.uiWebUrl or "off"
+    return (
+        f"driver {conf.get('spark.driver.host')} (bound to {conf.get('spark.driver.bindAddress')}), UI {ui}"
+    )
+
+
+#: a line of a Java properties file (spark-defaults.conf): ``key value``, ``key=value``
+_PROPERTY = re.compile(r"^\s*([^#!\s=:][^\s=:]*)\s*[\s=:]\s*(.*)$")
+
+
+def spark_defaults() -> dict[str, str]:
+    """The properties of spark-defaults.conf, which the JVM this process starts reads."""
+    home = os.environ.get("SPARK_CONF_DIR") or str(
+        Path(os.environ.get("SPARK_HOME") or _pyspark_home(), "conf")
+    )
+    path = Path(home, "spark-defaults.conf")
+    out: dict[str, str] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(errors="replace").splitlines():
+        found = _PROPERTY.match(line)
+        if found:
+            out[found.group(1)] = found.group(2).strip()
+    return out
+
+
+def _pyspark_home() -> str:
+    return str(Path(pyspark.__file__).parent)
+
+
+def submitted_conf() -> dict[str, str]:
+    """Under spark-submit: the properties it was given (its --conf, --properties-file, defaults)."""
+    SparkContext._ensure_initialized()  # the gateway to spark-submit's JVM
+    return dict(SparkConf().getAll())
 
 
 def require_java() -> None:

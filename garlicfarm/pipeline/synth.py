@@ -14,7 +14,8 @@ schema version, nesting deeper than the schema allows, a record larger than it a
 
 Deterministic for a seed (each farm draws from its own PRNG seeded by the seed and the farm). Records
 are written with plain string formatting: they are compact (defaulted fields left out) but valid
-under schema v1. About 450 bytes a record: 10 million records take a minute or two and ~4.5 GB.
+under schema v1. About 900 bytes a record (850 to 950, more with more members a farm): 10 million
+records are ~9 GB.
 """
 
 from __future__ import annotations

@@ -131,19 +131,55 @@ def table(out: Path, name: str) -> list[tuple[object, ...]]:
     )
 
 
+@pytest.fixture(scope="module")
+def local_out(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tables in local mode, to compare the cluster's with."""
+    tmp = tmp_path_factory.mktemp("local")
+    env = loopback_env(tmp)
+    env.pop("PYSPARK_PYTHON", None)
+    local = pipeline(archive, tmp / "out", "local[2]", env)
+    assert local.returncode == 0, local.stderr[-3000:]
+    return tmp / "out"
+
+
 def test_the_pipeline_on_a_standalone_cluster_writes_what_local_mode_writes(
-    master: str, archive: Path, tmp_path: Path
+    master: str, archive: Path, local_out: Path, tmp_path: Path
 ) -> None:
     env = loopback_env(tmp_path)
     env.pop("PYSPARK_PYTHON", None)
     on_cluster = pipeline(archive, tmp_path / "cluster", master, env)
     assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
     assert "executors run the pipeline with" in on_cluster.stderr
-    local = pipeline(archive, tmp_path / "local", "local[2]", env)
-    assert local.returncode == 0, local.stderr[-3000:]
     for name in TABLES:
-        assert table(tmp_path / "cluster", name) == table(tmp_path / "local", name), name
+        assert table(tmp_path / "cluster", name) == table(local_out, name), name
     assert table(tmp_path / "cluster", "publisher_timeline")
+
+
+def test_spark_submit_on_the_cluster_binds_loopback_itself(
+    master: str, archive: Path, local_out: Path, tmp_path: Path
+) -> None:
+    """docs/pipeline.md's spark-submit recipe, on the same cluster. SPARK_LOCAL_IP is not set for it:
+    the job itself keeps the driver on loopback and, with nothing to bind the UI to, turns it off."""
+    from garlicfarm.pipeline import job as job_module
+    from garlicfarm.pipeline.session import package_zip
+
+    env = loopback_env(tmp_path)
+    for name in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(name, None)
+    (tmp_path / "pyfiles").mkdir()
+    zipped = package_zip(tmp_path / "pyfiles")
+    job = Path(job_module.__file__)
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--master", master]
+    argv += ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.sql.shuffle.partitions=4"]
+    argv += ["--py-files", str(zipped), str(job), "--archive", str(archive), "--out", str(tmp_path / "out")]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # spark-submit passes on the Python driver's stderr on its stdout
+    output = (result.stdout + result.stderr).splitlines()
+    session = [line for line in output if "garlicfarm.pipeline.session" in line]
+    assert any(line.endswith("driver 127.0.0.1 (bound to 127.0.0.1), UI off") for line in session), session
+    for name in TABLES:
+        assert table(tmp_path / "out", name) == table(local_out, name), name
 
 
 def test_executors_that_cannot_import_the_code_fail_fast_in_one_line(

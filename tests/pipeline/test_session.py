@@ -94,3 +94,65 @@ def test_an_archive_without_one_valid_line_fails_the_job(spark: Any, tmp_path: P
     (day / "node-1.jsonl").write_text("")
     with pytest.raises(PipelineError, match="no valid status records in .*: no lines"):
         run_pipeline(spark, options)
+
+
+@pytest.mark.parametrize(
+    ("master", "user", "env", "expected"),
+    [
+        # the job's own choice: everything on loopback, the UI off (it would bind every interface)
+        (
+            "local[*]",
+            {},
+            {},
+            {
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.ui.enabled": "false",
+            },
+        ),
+        # SPARK_LOCAL_IP names the address, and the UI binds it: the UI stays
+        (
+            "spark://127.0.0.1:7077",
+            {},
+            {"SPARK_LOCAL_IP": "127.0.0.2"},
+            {"spark.driver.host": "127.0.0.2", "spark.driver.bindAddress": "127.0.0.2"},
+        ),
+        # what the user set is theirs
+        (
+            "local[2]",
+            {"spark.driver.host": "10.0.0.5", "spark.ui.enabled": "true"},
+            {},
+            {"spark.driver.bindAddress": "127.0.0.1"},
+        ),
+        (
+            "local[2]",
+            {"spark.ui.port": "4050"},
+            {"SPARK_LOCAL_IP": "127.0.0.1"},
+            {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        ),
+        # executors elsewhere must reach the driver: nothing forced
+        ("spark://10.1.2.3:7077", {}, {}, {}),
+        ("yarn", {}, {}, {}),
+        ("k8s://https://10.0.0.1:443", {}, {}, {}),
+    ],
+)
+def test_binds_are_loopback_unless_configured_otherwise(
+    master: str, user: dict[str, str], env: dict[str, str], expected: dict[str, str]
+) -> None:
+    from garlicfarm.pipeline.session import bind_conf
+
+    assert bind_conf(master, user, env) == expected
+
+
+def test_spark_defaults_count_as_the_users_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from garlicfarm.pipeline.session import spark_defaults
+
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# comment\nspark.driver.host   10.0.0.5\nspark.ui.enabled=true\n\nspark.master: local[3]\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark_defaults() == {
+        "spark.driver.host": "10.0.0.5",
+        "spark.ui.enabled": "true",
+        "spark.master": "local[3]",
+    }
