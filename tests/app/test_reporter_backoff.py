@@ -1,0 +1,68 @@
+"""StatusReporter's retries of a failed status report: 0.5 s doubling up to ``max_backoff`` (and no
+more than the interval), jittered (task.Clock)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from twisted.internet.task import Clock
+
+from garlicfarm.app.publishing import RETRY_FIRST, StatusReporter
+
+
+class GoneRouter:
+    async def router_status(self) -> Any:
+        raise ConnectionRefusedError("the router is not there")
+
+    async def leaf_status(self) -> Any:
+        raise AssertionError("not reached")
+
+
+class Fixed(random.Random):
+    def __init__(self, value: float) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def _delays(
+    count: int, *, jitter: float, max_backoff: float | None = 15.0, interval: float = 60.0
+) -> list[float]:
+    clock = Clock()
+    bound = {} if max_backoff is None else {"max_backoff": max_backoff}
+    reporter = StatusReporter(
+        clock,
+        None,  # type: ignore[arg-type]  # never reached: the router fails first
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        GoneRouter(),  # type: ignore[arg-type]
+        "farm",
+        interval=interval,
+        rng=Fixed(jitter),
+        **bound,  # type: ignore[arg-type]
+    )
+    reporter.start()
+    clock.advance(0)
+    delays = []
+    for _ in range(count):
+        (call,) = clock.getDelayedCalls()
+        delays.append(call.getTime() - clock.seconds())
+        clock.advance(delays[-1])
+    reporter.stop()
+    assert reporter.failures == count + 1
+    return delays
+
+
+def test_without_jitter_the_delay_doubles_to_max_backoff_and_stays() -> None:
+    assert RETRY_FIRST == 0.5
+    assert _delays(9, jitter=0.5) == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0, 15.0, 15.0]
+
+
+def test_by_default_the_delay_reaches_15_s_and_stays() -> None:
+    assert _delays(8, jitter=0.5, max_backoff=None) == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0, 15.0]
+
+
+def test_the_interval_bounds_the_delay_too() -> None:
+    assert _delays(7, jitter=0.5, max_backoff=15.0, interval=4.0) == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
