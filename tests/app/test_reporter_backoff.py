@@ -1,14 +1,18 @@
 """StatusReporter's retries of a failed status report: 0.5 s doubling up to ``max_backoff`` (and no
-more than the interval), jittered (task.Clock)."""
+more than the interval), jittered, and never past that bound whatever the jitter (task.Clock)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
+import pytest
 from twisted.internet.task import Clock
 
 from garlicfarm.app.publishing import RETRY_FIRST, StatusReporter
+
+EPSILON = 1e-9
 
 
 class GoneRouter:
@@ -66,3 +70,16 @@ def test_by_default_the_delay_reaches_15_s_and_stays() -> None:
 
 def test_the_interval_bounds_the_delay_too() -> None:
     assert _delays(7, jitter=0.5, max_backoff=15.0, interval=4.0) == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.25, 0.75, 0.999999])
+def test_jitter_never_takes_the_delay_past_max_backoff(jitter: float) -> None:
+    delays = _delays(12, jitter=jitter)
+    assert max(delays) <= 15.0 + EPSILON  # (the clock's float sums)
+    assert delays[-1] >= 7.5 - EPSILON  # the jitter still spreads it: half the bound at least
+    assert all(b >= a - EPSILON for a, b in itertools.pairwise(delays))
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.999999])
+def test_jitter_never_takes_the_delay_past_the_interval(jitter: float) -> None:
+    assert max(_delays(10, jitter=jitter, max_backoff=15.0, interval=4.0)) <= 4.0 + EPSILON
