@@ -1,16 +1,20 @@
-"""StatusReporter's retries of a failed status report: 0.5 s doubling up to ``max_backoff`` (and no
-more than the interval), jittered, and never past that bound whatever the jitter (task.Clock)."""
+"""StatusReporter: what its record says of the operator's publish_config, and its retries of a failed
+status report: 0.5 s doubling up to ``max_backoff`` (and no more than the interval), jittered, and
+never past that bound whatever the jitter (task.Clock)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import types
 from typing import Any
 
 import pytest
 from twisted.internet.task import Clock
 
 from garlicfarm.app.publishing import RETRY_FIRST, StatusReporter
+from garlicfarm.app.schema import StatusRecord, parse_entry
+from garlicfarm.router.interface import RouterStatus
 
 EPSILON = 1e-9
 
@@ -83,3 +87,39 @@ def test_jitter_never_takes_the_delay_past_max_backoff(jitter: float) -> None:
 @pytest.mark.parametrize("jitter", [0.0, 0.999999])
 def test_jitter_never_takes_the_delay_past_the_interval(jitter: float) -> None:
     assert max(_delays(10, jitter=jitter, max_backoff=15.0, interval=4.0)) <= 4.0 + EPSILON
+
+
+class UpRouter:
+    async def router_status(self) -> RouterStatus:
+        return RouterStatus("OK", 3_600_000)
+
+    async def leaf_status(self) -> list[Any]:
+        return []
+
+
+@pytest.mark.parametrize("publish_config", ["on", "off", "auto"])
+def test_the_operators_publish_config_is_what_the_record_says(publish_config: str) -> None:
+    submitted: list[bytes] = []
+
+    async def submit(data: bytes) -> int:
+        submitted.append(data)
+        return 7
+
+    core = types.SimpleNamespace(id=3, is_leader=lambda: True)
+    driver = types.SimpleNamespace(core=core, submit=submit)
+    clock = Clock()
+    reporter = StatusReporter(
+        clock,
+        driver,  # type: ignore[arg-type]
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        UpRouter(),  # type: ignore[arg-type]
+        "farm",
+        publish_config=publish_config,
+    )
+    reporter.start()
+    clock.advance(0)
+    reporter.stop()
+    (data,) = submitted
+    record = parse_entry(data, "farm")
+    assert isinstance(record, StatusRecord) and record.id == 3
+    assert record.meta.publishConfig == publish_config
