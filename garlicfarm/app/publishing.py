@@ -181,7 +181,9 @@ class StatusReporter:
         self._busy = False
         self.failures += 1
         self.failures_in_a_row += 1
-        delay = min(self._delay, self.max_backoff, self.interval) * (0.5 + self._rng.random())
+        # jittered by 0.5x to 1.5x, but never past the bound: at the bound the jitter only shortens it
+        bound = min(self.max_backoff, self.interval)
+        delay = min(min(self._delay, bound) * (0.5 + self._rng.random()), bound)
         self._delay = min(self._delay * 2, self.max_backoff)
         # A farm electing its first leader fails a report or two: say so only when it lasts.
         emit = self.log.info if self.failures_in_a_row >= QUIET_FAILURES else self.log.debug

@@ -114,6 +114,37 @@ def test_replayed_credentials_get_a_stale_challenge(site: AdminSite) -> None:
     assert "stale=true" in response.header("www-authenticate")  # type: ignore[operator]
 
 
+def test_a_nonce_works_for_its_lifetime_by_the_sites_clock_and_not_a_moment_longer(
+    site: AdminSite, clock: MemoryReactorClock
+) -> None:
+    from garlicfarm.handshake.digest import DigestCredentials
+
+    browser = Browser(site)
+    assert browser.get("/api/farms").status == 200
+    assert browser.challenge is not None
+    lifetime = site.guard.nonces.lifetime
+
+    def answer(nc: int) -> list[tuple[str, str]]:
+        assert browser.challenge is not None
+        creds = DigestCredentials.answer(
+            browser.challenge,
+            username="farm",
+            password=browser.password,
+            method="GET",
+            uri="/api/farms",
+            nc=nc,
+            cnonce="ab",
+        )
+        return [("Authorization", creds.to_header())]
+
+    clock.advance(lifetime)
+    assert browser.raw("GET", "/api/farms", answer(10)).status == 200
+    clock.advance(0.001)
+    response = browser.raw("GET", "/api/farms", answer(11))
+    assert response.status == 401
+    assert "stale=true" in response.header("www-authenticate")  # type: ignore[operator]
+
+
 def test_the_page_and_assets_are_served_with_a_strict_policy(site: AdminSite) -> None:
     browser = Browser(site)
     page = browser.get("/")
@@ -260,6 +291,13 @@ def test_actions_refuse_a_foreign_origin(site: AdminSite, node: GarlicFarmServic
         "/api/farms/farm/exclude", {"destination": "farm-leaf-1"}, origin="http://127.0.0.1:9101"
     )
     assert ok.status == 200, ok.body
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:91011", "http://127.0.0.1:9101.evil.example"])
+def test_actions_refuse_an_origin_that_only_begins_like_the_consoles(site: AdminSite, origin: str) -> None:
+    response = Browser(site).post("/api/farms/farm/exclude", {"destination": "farm-leaf-1"}, origin=origin)
+    assert response.status == 403
+    assert origin in response.json()["error"]
 
 
 def test_actions_refuse_cross_site_fetches(site: AdminSite) -> None:

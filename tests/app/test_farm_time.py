@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import pytest
 
 from garlicfarm.app import scoring
 from garlicfarm.app.archive import TelemetryArchive
@@ -72,3 +73,73 @@ def test_the_farm_time_needs_a_quorum_and_never_goes_back() -> None:
     assert state.now == NOW
     state.apply(5, LogEntry(1, Configuration(5, 0, CONFIG.servers[:1])))  # members shrink to {1}
     assert state.now == NOW
+
+
+def _records(dates: dict[int, int]) -> dict[int, StatusRecord]:
+    out = {}
+    for server, date in dates.items():
+        parsed = parse_entry(entry(record(server, date)).value.data, "farm")  # type: ignore[union-attr]
+        assert isinstance(parsed, StatusRecord)
+        out[server] = parsed
+    return out
+
+
+@pytest.mark.parametrize(
+    ("dates", "quorum"),
+    [
+        ({1: 500}, 500),
+        ({1: 500, 2: 400}, 400),  # 2 members: both (the 2nd newest), not the newest alone
+        ({1: 500, 2: 400, 3: 300}, 400),  # 3: the 2nd newest
+        ({1: 500, 2: 400, 3: 300, 4: 200}, 300),  # 4: the 3rd newest, neither the 2nd nor the 4th
+        ({1: 500, 2: 400, 3: 300, 4: 200, 5: 100}, 300),  # 5: the 3rd newest
+        ({1: 100, 2: 500, 3: 200, 4: 400}, 200),  # whatever the members' order
+    ],
+)
+def test_the_quorum_date_is_the_n_half_plus_one_th_newest(dates: dict[int, int], quorum: int) -> None:
+    latest = _records(dates)
+    assert scoring.farm_time(latest, frozenset(dates), 0) == quorum
+    assert scoring.farm_time(latest, frozenset(), 0) == quorum  # no configuration yet: every record counts
+    # one more member without a record (it counts as 0) moves the quorum one rank older
+    grown = frozenset(dates) | {99}
+    expected = sorted([*dates.values(), 0], reverse=True)[(len(dates) + 1) // 2]
+    assert scoring.farm_time(latest, grown, 0) == expected
+
+
+def test_with_two_members_neither_moves_the_farm_time_alone() -> None:
+    state, _ = farm()
+    state.apply(2, LogEntry(1, Configuration(2, 0, CONFIG.servers[:2])))
+    state.apply(3, entry(record(1, NOW)))
+    assert state.now == 0
+    state.apply(4, entry(record(1, NOW + MINUTE)))
+    assert state.now == 0
+    state.apply(5, entry(record(2, NOW - MINUTE)))
+    assert state.now == NOW - MINUTE
+    state.apply(6, entry(record(2, NOW + 2 * MINUTE)))
+    assert state.now == NOW + MINUTE
+
+
+def test_the_farm_time_does_not_go_back_when_members_are_added() -> None:
+    state, _ = farm()
+    for index, server in enumerate((1, 2, 3), start=2):
+        state.apply(index, entry(record(server, NOW + server * MINUTE)))
+    assert state.now == NOW + 2 * MINUTE
+    five = Configuration(
+        5, 0, (*CONFIG.servers, ClusterServer(4, "tcp://127.0.0.1:9004"), ClusterServer(5, "e"))
+    )
+    state.apply(5, LogEntry(1, five))  # two members with no record yet: the quorum's date would be 0
+    assert state.members == {1, 2, 3, 4, 5}
+    assert state.now == NOW + 2 * MINUTE
+    state.apply(6, entry(record(4, NOW)))  # an old record of a new member moves nothing back either
+    assert state.now == NOW + 2 * MINUTE
+    state.apply(7, entry(record(4, NOW + 10 * MINUTE)))
+    assert state.now == NOW + 2 * MINUTE  # 3rd newest of 10', 3', 2', 1', 0
+    state.apply(8, entry(record(5, NOW + 10 * MINUTE)))
+    assert state.now == NOW + 3 * MINUTE
+
+
+def test_farm_time_never_returns_less_than_previous() -> None:
+    latest = _records({1: 100, 2: 200})
+    assert scoring.farm_time(latest, frozenset({1, 2}), 150) == 150
+    assert scoring.farm_time(latest, frozenset({1, 2}), 99) == 100
+    assert scoring.farm_time(latest, frozenset({1, 2, 3, 4}), 150) == 150
+    assert scoring.farm_time({}, frozenset(), 150) == 150

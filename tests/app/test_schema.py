@@ -107,3 +107,19 @@ def test_hostile_bytes() -> None:
 def test_any_bytes_give_a_record_or_a_schema_error(data: bytes) -> None:
     with contextlib.suppress(SchemaError):
         parse_entry(data, "farm")
+
+
+@pytest.mark.parametrize(
+    "digest",
+    ["a" * 65, "a" * 64 + "0", "a" * 64 + "\n", "a" * 64 + " ", "a" * 63, "A" * 64, "g" + "a" * 63],
+)
+def test_a_log_digest_is_64_lowercase_hex_digits_and_nothing_after(digest: str) -> None:
+    value = {"cluster": "farm", "date": 1, "id": 1, "log": {"index": 3, "digest": digest}}
+    with pytest.raises(SchemaError, match=re.escape("log.digest: must be 64 lowercase hex digits")):
+        parse(value)
+
+
+def test_a_log_digest_of_64_hex_digits_is_kept() -> None:
+    parsed = parse({"cluster": "farm", "date": 1, "id": 1, "log": {"index": 3, "digest": "0f" * 32}})
+    assert isinstance(parsed, StatusRecord)
+    assert parsed.log is not None and (parsed.log.index, parsed.log.digest) == (3, "0f" * 32)

@@ -110,3 +110,66 @@ def test_meta_ls_is_capped_and_deterministic() -> None:
     assert len(leases) == scoring.MAX_LEASES
     assert leases == scoring.meta_ls(dict(reversed(list(records.items()))), 1_000_000, excluded=())
     assert [lease.weight for lease in leases] == sorted((lease.weight for lease in leases), reverse=True)
+
+
+# -- an operator's publishConfig changes the choice, each way ------------------------------------------
+
+
+def test_each_publish_config_of_one_member_changes_the_choice() -> None:
+    def choice(publish: str) -> int | None:
+        records = latest(rec(1, uptime_h=100), rec(2, uptime_h=50, publish=publish), rec(3, uptime_h=10))
+        return scoring.choose_publisher(records, 1_000_000, MEMBERS, None)
+
+    assert choice("auto") == 1  # by score
+    assert choice("on") == 2  # the operator's "on" outranks a better score
+    records = latest(rec(1, uptime_h=100, publish="off"), rec(2, uptime_h=50), rec(3, uptime_h=10))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 2  # the best one said "off"
+
+
+def test_an_incumbent_that_is_switched_off_hands_over_at_once() -> None:
+    records = latest(rec(1, uptime_h=100, publish="off"), rec(2, uptime_h=10))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 2
+
+
+def test_a_close_incumbent_does_not_keep_the_role_against_an_operators_on() -> None:
+    records = latest(rec(1, uptime_h=100), rec(2, uptime_h=99, publish="on"))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 2
+
+
+def test_an_incumbent_that_is_on_keeps_the_role_against_a_better_auto() -> None:
+    records = latest(rec(1, uptime_h=1, publish="on"), rec(2, uptime_h=100))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 1
+    records = latest(rec(1, uptime_h=1, publish="on"), rec(2, uptime_h=100, publish="on"))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 2  # two "on": by score
+
+
+def test_of_two_on_the_better_score_publishes() -> None:
+    records = latest(
+        rec(1, uptime_h=10, publish="on"), rec(2, uptime_h=100, publish="on"), rec(3, uptime_h=168)
+    )
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, None) == 2
+
+
+def test_hysteresis_at_exactly_its_percentage_and_one_point_below() -> None:
+    # score = 10 per hour of uptime + 10 (tunnels) + 10 (bandwidth): 1000 for the best
+    assert scoring.score(rec(2, uptime_h=98)) == 1000
+    assert scoring.score(rec(1, uptime_h=78)) == 800  # exactly 80 % of the best: kept
+    records = latest(rec(1, uptime_h=78), rec(2, uptime_h=98))
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 1
+    records = latest(rec(1, uptime_h=78, lag=10), rec(2, uptime_h=98))  # 799: one point below
+    assert scoring.score(records[1]) == 799
+    assert scoring.choose_publisher(records, 1_000_000, MEMBERS, current=1) == 2
+
+
+def test_a_record_is_fresh_for_exactly_fresh_ms_and_not_a_millisecond_more() -> None:
+    records = latest(rec(1, uptime_h=100), rec(2, date=1_000_000 + scoring.FRESH_MS + 1, uptime_h=1))
+    assert scoring.choose_publisher(records, 1_000_000 + scoring.FRESH_MS, MEMBERS, None) == 1
+    assert scoring.choose_publisher(records, 1_000_000 + scoring.FRESH_MS + 1, MEMBERS, None) == 2
+
+
+def test_a_record_may_be_dated_max_ahead_ms_past_the_farms_time_and_not_a_millisecond_more() -> None:
+    now = 1_000_000
+    assert scoring.fresh(rec(1, date=now + scoring.MAX_AHEAD_MS), now)
+    assert not scoring.ahead(rec(1, date=now + scoring.MAX_AHEAD_MS), now)
+    assert not scoring.fresh(rec(1, date=now + scoring.MAX_AHEAD_MS + 1), now)
+    assert scoring.ahead(rec(1, date=now + scoring.MAX_AHEAD_MS + 1), now)

@@ -211,3 +211,20 @@ def test_tor_with_a_socks_port() -> None:
     assert isinstance(endpoint, TorClientEndpoint)
     assert isinstance(endpoint._socks_endpoint, TCP4ClientEndpoint)
     assert not reactor.tcpClients
+
+
+# -- the bounds and the ends of names --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["example.i2p.evil.org", "example.i2px", "i2p", "example-i2p"])
+def test_i2p_refuses_a_name_that_only_contains_i2p(host: str) -> None:
+    with pytest.raises(ValueError, match="is not an I2P name"):
+        clientFromString(MemoryReactorClock(), f"i2p:host={host}")
+
+
+@pytest.mark.parametrize("key", ["port", "proxyPort"])
+def test_a_port_of_65535_is_accepted_and_65536_refused(key: str) -> None:
+    endpoint, _ = parse(f"i2p:host=a.i2p:{key}=65535")
+    assert isinstance(endpoint, HTTPConnectEndpoint)
+    with pytest.raises(ValueError, match=rf"i2p: {key}='65536' is not a port number \(0-65535\)"):
+        clientFromString(MemoryReactorClock(), f"i2p:host=a.i2p:{key}=65536")

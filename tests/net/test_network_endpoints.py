@@ -16,9 +16,16 @@ from twisted.internet.defer import Deferred
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 
+from garlicfarm.config import ConfigError
 from garlicfarm.handshake import ClientConfig
 from garlicfarm.net.connection import NotConnected
-from garlicfarm.net.endpoints import EndpointRefused, client_endpoint, parse_network_endpoint
+from garlicfarm.net.endpoints import (
+    EndpointRefused,
+    client_endpoint,
+    is_loopback,
+    parse_network_endpoint,
+    scheme_hint,
+)
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import RaftOptions
@@ -125,3 +132,88 @@ def test_the_core_names_whom_it_still_needs() -> None:
     config = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
     core = RaftCore(1, MemoryLogStore().load(), random.Random(1), config, RaftOptions())
     assert core.contacts() == {2, 3}
+
+
+# -- cleartext TCP only on loopback, and each name's pattern up to its end -------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.255.255.255", "localhost", "[::1]"])
+def test_cleartext_tcp_is_dialled_on_loopback(host: str) -> None:
+    reactor = MemoryReactorClock()
+    for trusted in (True, False):
+        assert client_endpoint(reactor, f"tcp://{host}:9001", None, trusted=trusted) is not None
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "128.0.0.1",  # one past 127.0.0.0/8
+        "126.255.255.255",  # one before it
+        "10.0.0.1",
+        "0.0.0.0",
+        "[::2]",
+        "[::ffff:10.0.0.1]",
+        "localhost.example.org",  # a name that only begins like loopback
+        "localhostx",
+        "node-2.example.org",
+    ],
+)
+def test_cleartext_tcp_is_refused_off_loopback(host: str) -> None:
+    reactor = MemoryReactorClock()
+    for trusted in (True, False):
+        with pytest.raises(ConfigError, match="cleartext TCP is refused off loopback"):
+            client_endpoint(reactor, f"tcp://{host}:9001", None, trusted=trusted)
+    assert reactor.tcpClients == []
+
+
+def test_loopback_is_loopback_only() -> None:
+    assert is_loopback("localhost") and is_loopback("127.0.0.1") and is_loopback("::1")
+    for host in ("localhost.", "localhost.evil", "xlocalhost", "128.0.0.1", "::2", "", "127.0.0.1x"):
+        assert not is_loopback(host), host
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        f"i2p://{B32}x",
+        f"i2p://{B32}.evil",
+        f"i2p://{B32}.example.org:7",
+        f"i2p://x{B32}",  # 53 characters before .b32.i2p
+        f"i2p://{'a' * 51}.b32.i2p",  # 51
+        f"tor://{ONION}x:9001",
+        f"tor://{ONION}.evil:9001",
+        f"tor://x{ONION}:9001",  # 57 characters before .onion
+        f"tor://{'b' * 55}.onion:9001",  # 55
+        "tcp://bad_host:9001",
+        "tcp://host.example_:9001",
+        "tcp://-host:9001",
+        "tcp://host-:9001",
+        f"tcp://{'a' * 64}:9001",  # a label of 64 characters
+        f"tcp://{'.'.join(['a' * 63] * 3 + ['a' * 62])}:9001",  # 254 characters: one past 253
+        "tcp://127.0.0.1:65536",
+    ],
+)
+def test_a_name_with_something_after_its_form_is_refused(uri: str) -> None:
+    with pytest.raises(EndpointRefused):
+        parse_network_endpoint(uri)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        f"tcp://{'a' * 63}:9001",  # a label of 63 characters
+        f"tcp://{'.'.join(['a' * 63] * 3 + ['a' * 61])}:9001",  # 253 characters
+        "tcp://127.0.0.1:65535",
+        "tcp://127.0.0.1:1",
+    ],
+)
+def test_a_name_at_its_bounds_is_accepted(uri: str) -> None:
+    assert parse_network_endpoint(uri).scheme == "tcp"
+
+
+def test_the_scheme_hint_is_for_a_whole_host_and_port_only() -> None:
+    assert scheme_hint("127.0.0.1:9001") == "; did you mean tcp://127.0.0.1:9001?"
+    assert scheme_hint("127.0.0.1:12345") != ""
+    assert scheme_hint("127.0.0.1:123456") == ""  # six digits is not a port
+    assert scheme_hint("127.0.0.1:9001/x") == ""
+    assert scheme_hint("127.0.0.1:9001\n") == ""

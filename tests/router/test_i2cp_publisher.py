@@ -326,3 +326,19 @@ def test_an_unexpected_error_is_logged_and_retried_never_a_dead_timer() -> None:
     finally:
         globalLogPublisher.removeObserver(observer)
     assert publisher.state == "published"
+
+
+def test_retries_wait_1_s_doubling_to_one_minute_and_never_longer() -> None:
+    """The bound itself, not only "the largest delay seen is the constant": a retry a minute apart at
+    most, whatever the constant is changed to."""
+    publisher, clock, endpoint = make()
+    publisher.publish("", CONTENTS)
+    handshake(endpoint)
+    endpoint.refuse = True
+    endpoint.last[0].connectionLost(Failure(ConnectionRefusedError()))
+    delays = []
+    for _ in range(12):
+        (call,) = clock.getDelayedCalls()
+        delays.append(call.getTime() - clock.seconds())
+        clock.advance(delays[-1])
+    assert delays == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0, 60.0, 60.0, 60.0]

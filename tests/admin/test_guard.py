@@ -1,0 +1,82 @@
+"""An action's Origin (garlicfarm.admin.guard.origin_refusal) must be the console's own, or one of
+``[admin] origins``, exactly: one that merely begins like one (another port, a longer name) is foreign."""
+
+from __future__ import annotations
+
+import pytest
+
+from garlicfarm.admin.guard import CsrfTokens, origin_refusal
+
+HOST = "127.0.0.1:9101"
+ALLOWED = ("https://console.example", "https://console.example:8443")
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        None,  # command-line clients send none
+        "http://127.0.0.1:9101",
+        "HTTP://127.0.0.1:9101",
+        "https://console.example",
+        "https://console.example/",
+        "https://CONSOLE.example",
+        "https://console.example:8443",
+    ],
+)
+def test_the_consoles_own_origin_and_the_allowed_ones_pass(origin: str | None) -> None:
+    assert origin_refusal(origin, None, "http", HOST, ALLOWED) is None
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:91011",  # one digit more
+        "http://127.0.0.1:910",  # one digit less
+        "http://127.0.0.1:9101.evil.example",
+        "http://127.0.0.1:9101@evil.example",
+        "http://127.0.0.1",
+        "https://127.0.0.1:9101",  # the scheme is part of the origin
+        "https://console.example.evil",
+        "https://console.examplex",
+        "https://console.example:84431",
+        "https://console.example:844",
+        "https://console.exampl",
+        "http://console.example",
+        "null",
+        "",
+    ],
+)
+def test_an_origin_that_only_begins_like_an_allowed_one_is_refused(origin: str) -> None:
+    refusal = origin_refusal(origin, None, "http", HOST, ALLOWED)
+    assert refusal == f"Origin {origin!r} is not this console's (http://{HOST})"
+
+
+def test_without_a_host_only_the_allowed_origins_pass() -> None:
+    assert origin_refusal("http://127.0.0.1:9101", None, "http", None, ALLOWED) is not None
+    assert origin_refusal("http://", None, "http", None, ()) is not None
+    assert origin_refusal("https://console.example", None, "http", None, ALLOWED) is None
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site", "CROSS-SITE", "anything"])
+def test_a_fetch_from_another_site_is_refused(site: str) -> None:
+    assert origin_refusal(None, site, "http", HOST, ALLOWED) == f"Sec-Fetch-Site: {site}"
+    assert origin_refusal("http://127.0.0.1:9101", site, "http", HOST, ALLOWED) is not None
+
+
+@pytest.mark.parametrize("site", [None, "same-origin", "none", "Same-Origin"])
+def test_a_fetch_from_the_console_itself_passes(site: str | None) -> None:
+    assert origin_refusal("http://127.0.0.1:9101", site, "http", HOST, ALLOWED) is None
+
+
+def test_a_csrf_token_lives_to_the_end_of_the_next_window_and_comes_from_no_later_one() -> None:
+    now = [250.0]
+    tokens = CsrfTokens(b"k" * 32, lambda: now[0], window=100.0)
+    token = tokens.token_for("farm")  # window 2: [200, 300)
+    now[0] = 199.999  # window 1: the token is one window ahead
+    assert tokens.check("farm", token) == "wrong"
+    for valid in (200.0, 299.999, 300.0, 399.999):
+        now[0] = valid
+        assert tokens.check("farm", token) == "valid", valid
+    now[0] = 400.0  # window 4: two windows on
+    assert tokens.check("farm", token) == "expired"
+    assert tokens.check("someone else", token) == "wrong"
