@@ -34,6 +34,7 @@ from tests.raft.harness import (
     sends_of,
     store_with,
     vote,
+    vote_response,
 )
 from tests.raft.test_edge_rules import answer_to, ask, follower_with, remove, snapshot_chunk
 
@@ -419,3 +420,19 @@ def test_a_stalled_pipeline_probes_again_from_just_past_what_the_follower_acknow
     probes = [m for m in sends_of(c.ready(1), AppendEntriesRequest) if m.destination == 2 and m.entries]
     assert c[1].progress[2].state is ProgressState.PROBE
     assert [m.last_log_index for m in probes] == [match]
+
+
+def test_an_accepted_append_answer_of_an_earlier_term_moves_nothing() -> None:
+    """An acknowledgement from an older leadership (this server led term 2, lost it, leads term 3)
+    speaks of entries that may no longer be in this leader's log: it must not move the follower's
+    match index (only the simulator's leader-progress invariant caught the core that let it)."""
+    c = Cluster(3, PAPER, stores={1: store_with((), HardState(term=2))})
+    c.campaign(1)
+    c.step(1, vote_response(2, 1, term=3, granted=True))
+    assert c[1].role is Role.LEADER and c[1].term == 3
+    c.ready(1)  # its term-start entry (index 1), not answered yet
+    match = c[1].progress[2].match
+    c.step(1, append_response(2, 1, term=2, next_index=2, accepted=True))
+    assert c[1].progress[2].match == match == 0
+    c.step(1, append_response(2, 1, term=3, next_index=2, accepted=True))
+    assert c[1].progress[2].match == 1  # the same answer in the leader's own term counts
