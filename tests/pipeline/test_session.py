@@ -31,7 +31,9 @@ def test_no_java_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 
 def test_the_command_without_java_says_so_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "archive").mkdir()
+    day = tmp_path / "archive" / "date=2026-11-27"
+    day.mkdir(parents=True)
+    (day / "node-1.jsonl").write_text("{}\n")  # an archive file: an empty archive is said before Java
     result = subprocess.run(
         [
             str(BIN / "garlicfarm"),
