@@ -586,8 +586,13 @@ class RaftDriver:
         self._timer = None
         if not self.running:
             return
-        self._catch_up(woken=True)
-        self._rearm()
+        # The timer must never die silently: a failure here (the core asked what is due) stops the
+        # node loudly, as one in a tick does.
+        try:
+            self._catch_up(woken=True)
+            self._rearm()
+        except Exception:
+            self._fail(Failure(), "the Raft core failed")
 
     def _rearm(self) -> None:
         """Set the timer for the next tick at which anything can happen (or MAX_SLEEP from now)."""

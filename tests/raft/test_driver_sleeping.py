@@ -296,3 +296,22 @@ def test_a_node_nothing_wakes_still_looks_at_its_clock_for_livez() -> None:
     assert len(clock.getDelayedCalls()) == 1  # one timer, never a tick a tick
     driver._catch_up()
     assert core._election_elapsed == int(10.0 / TICK) and core.role.value == "follower"
+
+
+def test_a_failure_when_the_timer_wakes_stops_the_node_loudly() -> None:
+    """The wake timer runs the core's ``ticks_until_due``: should it raise (a bug), the node stops and
+    says why, instead of the timer dying with the node left silently asleep."""
+    clock = Clock()
+    store = MemoryLogStore()
+    others = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
+    core = RaftCore(4, store.load(), random.Random(4), others, OPTIONS)
+    driver = RaftDriver(core, store, clock, _Transport(Farm(0, True), 4), TICK)
+    driver.start()
+
+    def broken() -> int | None:
+        raise RuntimeError("a bug in the core")
+
+    core.ticks_until_due = broken  # type: ignore[method-assign]
+    clock.advance(MAX_SLEEP + TICK)
+    assert driver.stopped_by is not None and driver.stopped_by.check(RuntimeError)
+    assert not driver.running
