@@ -1,13 +1,16 @@
 """Failover: time from kill -9 of the leader to the next committed entry, on a real farm over TLS.
 
-    python -m bench.failover [--nodes 3] [--trials 20] [--profile lan] [--tick-ms N] [--election-ticks N]
+    python -m bench.failover [--nodes 3] [--trials 20] [--profile lan] [--links lan|i2p]
+                             [--tick-ms N] [--election-ticks N] [--campaign-rank-ticks N]
 
 A prober in this process submits one 100-byte entry at a time (every 10 ms) to the node it believes
 leads, following "not the leader" answers and trying the next node when one does not answer within
 300 ms; it keeps a connection open to every node. Each trial: steady state, kill -9 the leader, wait
 for the first commit acknowledged after the kill, restart the killed node, let it catch up. The
-election timeout is drawn from [election_ticks, 2 x election_ticks) ticks of tick_ms: the profile's
-(garlicfarm/config.py PROFILES) unless --tick-ms / --election-ticks override them.
+election timeout is election_ticks ticks of tick_ms, then each follower of a known leader waits its rank
+in the ring after the leader x campaign_rank_ticks more (docs/raft.md, "Who campaigns first"; 0: a
+random timeout in [election_ticks, 2 x election_ticks)): the profile's (garlicfarm/config.py PROFILES)
+unless --tick-ms / --election-ticks / --campaign-rank-ticks override them.
 """
 
 from __future__ import annotations
@@ -143,8 +146,9 @@ async def trials(reactor: Any, farm: ProcFarm, count: int, slow: bool = False) -
     return times
 
 
-async def _behind_proxy(reactor: Any, farm: ProcFarm, profile: str) -> ChaosProxy:
-    """Put every peer link of ``farm`` through a proxy with I2P-like tunnels, then start the nodes."""
+async def _behind_proxy(reactor: Any, farm: ProcFarm, profile: str, raft: dict[str, int]) -> ChaosProxy:
+    """Put every peer link of ``farm`` through a proxy with I2P-like tunnels, then start the nodes
+    (their [raft] tables: ``profile`` and the ``raft`` overrides)."""
     spec = FarmSpec(farm.dir, farm.n, farm.base)
     table = LinkTable(random.Random(1))
     proxy = ChaosProxy(reactor, table, {k: spec.port(k) for k in range(1, farm.n + 1)})
@@ -154,6 +158,7 @@ async def _behind_proxy(reactor: Any, farm: ProcFarm, profile: str) -> ChaosProx
     for k in range(1, farm.n + 1):
         Path(farm.config(k)).write_text(proxied_config(spec, k, ports, profile))
         set_options(farm.config(k), "app", interval=3600)
+        set_options(farm.config(k), "raft", **raft)
     farm.start_all()
     return proxy
 
@@ -168,6 +173,11 @@ def main() -> None:
     parser.add_argument("--tick-ms", type=int, help="override the profile's tick")
     parser.add_argument("--election-ticks", type=int, help="override the profile's election timeout")
     parser.add_argument(
+        "--campaign-rank-ticks",
+        type=int,
+        help="override the profile's ranked campaigns (0: random election timeouts only)",
+    )
+    parser.add_argument(
         "--links",
         choices=("lan", "i2p"),
         default="lan",
@@ -180,17 +190,22 @@ def main() -> None:
     args = parser.parse_args()
     log_warnings_to_stderr()
     times: list[float] = []
+    overrides = {
+        "tick_ms": args.tick_ms,
+        "election_ticks": args.election_ticks,
+        "campaign_rank_ticks": args.campaign_rank_ticks,
+    }
+    chosen = {key: value for key, value in overrides.items() if value is not None}
     with tempfile.TemporaryDirectory() as tmp:
         farm = ProcFarm((args.workdir or Path(tmp)) / "farm", args.nodes)
         for i in range(1, args.nodes + 1):
             set_options(farm.config(i), "app", interval=3600)
-            overrides = {"tick_ms": args.tick_ms, "election_ticks": args.election_ticks}
-            chosen = {key: value for key, value in overrides.items() if value is not None}
             set_options(farm.config(i), "raft", profile=args.profile, **chosen)
         try:
 
             async def run(reactor: Any) -> None:
-                proxy = await _behind_proxy(reactor, farm, args.profile) if args.links == "i2p" else None
+                slow = args.links == "i2p"
+                proxy = await _behind_proxy(reactor, farm, args.profile, chosen) if slow else None
                 if proxy is None:
                     farm.start_all()
                     farm.wait_for_leader()
@@ -206,9 +221,12 @@ def main() -> None:
     profile = PROFILES[args.profile]
     tick = args.tick_ms or profile.tick_ms
     election = args.election_ticks or profile.election_ticks
+    ranked = profile.campaign_rank_ticks if args.campaign_rank_ticks is None else args.campaign_rank_ticks
     result = {
         "nodes": args.nodes,
         "profile": args.profile,
+        "links": args.links,
+        "campaign_rank_ms": tick * ranked,
         "trials": len(times),
         "election_timeout_ms": [tick * election, 2 * tick * election],
         **summary(times),

@@ -26,10 +26,11 @@ pins = []                                  # peers' certificate SHA-256 fingerpr
 2 = "tcp://127.0.0.1:22601"
 
 [raft]                                     # all optional
-profile = "lan"                            # timings: "lan" or "i2p" (below); the next three override it
+profile = "lan"                            # timings: "lan" or "i2p" (below); the next four override it
 tick_ms = 10
 election_ticks = 15
 heartbeat_ticks = 5
+campaign_rank_ticks = 4                    # ranked campaigns after a leader dies (0: random timeouts)
 snapshot_every = 5000
 pre_vote = "auto"                          # "auto": with peers that negotiate it (not JRaft); "on"; "off"
 
@@ -125,6 +126,10 @@ class TimingProfile:
     tick_ms: int
     election_ticks: int
     heartbeat_ticks: int
+    #: ranked campaigns (docs/raft.md, "Who campaigns first"): the ticks between one follower's
+    #: campaign and the next one's in the ring after a dead leader: longer than a pre-vote round trip
+    #: and a vote request, so that the first one's real vote reaches the next before it campaigns
+    campaign_rank_ticks: int = 0
     #: [limits] handshake_timeout unless given: TLS, the upgrade and a Digest challenge are several
     #: round trips, of seconds each over I2P (10 s timed some out over simulated tunnels)
     handshake_timeout: float = 10.0
@@ -143,9 +148,14 @@ BACKOFF_BOUND_MS = 6000
 #: lan: heartbeats every 50 ms, election timeout 150-300 ms (kill -9 of a leader: next commit in 0.3 s);
 #: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
 PROFILES: dict[str, TimingProfile] = {
-    "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5),
+    "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5, campaign_rank_ticks=4),
     "i2p": TimingProfile(
-        tick_ms=250, election_ticks=40, heartbeat_ticks=4, handshake_timeout=60.0, commit_timeout=60.0
+        tick_ms=250,
+        election_ticks=40,
+        heartbeat_ticks=4,
+        campaign_rank_ticks=24,
+        handshake_timeout=60.0,
+        commit_timeout=60.0,
     ),
 }
 
@@ -189,6 +199,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "pre_vote",
             "election_ticks",
             "heartbeat_ticks",
+            "campaign_rank_ticks",
             "max_entries_per_append",
             "snapshot_every",
         }
@@ -336,6 +347,9 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
     heartbeat_ticks = reader.integer(
         raft, "raft", "heartbeat_ticks", 1, 10_000, default=profile.heartbeat_ticks
     )
+    campaign_rank_ticks = reader.integer(
+        raft, "raft", "campaign_rank_ticks", 0, 10_000, default=profile.campaign_rank_ticks
+    )
     max_entries_per_append = reader.integer(
         raft, "raft", "max_entries_per_append", 1, 100_000, default=defaults.max_entries_per_append
     )
@@ -345,6 +359,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> NodeConfig:
             negotiated_pre_vote=pre_vote == "auto",
             election_ticks=election_ticks,
             heartbeat_ticks=heartbeat_ticks,
+            campaign_rank_ticks=campaign_rank_ticks,
             max_entries_per_append=max_entries_per_append,
             max_backoff_ticks=-(-BACKOFF_BOUND_MS // tick_ms),
         )

@@ -11,6 +11,7 @@ import copy
 import random
 from typing import Any
 
+import attrs
 import pytest
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
@@ -27,12 +28,14 @@ TICK = 1 / 64
 STEP = 1 / 512
 DELAY = 3 / 512
 OPTIONS = RaftOptions(election_ticks=10, heartbeat_ticks=3)
+#: the same with ranked campaigns (a follower's timeout set by its place after the leader)
+RANKED = attrs.evolve(OPTIONS, campaign_rank_ticks=4)
 
 
 class Farm:
     """Three drivers on one Clock; links can be cut; every message and answer is recorded."""
 
-    def __init__(self, seed: int, fixed_rate: bool) -> None:
+    def __init__(self, seed: int, fixed_rate: bool, options: RaftOptions = OPTIONS) -> None:
         self.clock = Clock()
         self.record: list[tuple[Any, ...]] = []
         self.cut: set[tuple[int, int]] = set()
@@ -42,7 +45,7 @@ class Farm:
         self.drivers: dict[int, RaftDriver] = {}
         for i in (1, 2, 3):
             store = MemoryLogStore()
-            core = RaftCore(i, store.load(), random.Random(seed * 10 + i), bootstrap, OPTIONS)
+            core = RaftCore(i, store.load(), random.Random(seed * 10 + i), bootstrap, options)
             self.drivers[i] = RaftDriver(
                 core,
                 store,
@@ -140,12 +143,16 @@ def apply(farm: Farm, event: tuple[Any, ...]) -> None:
         farm.outcome(f"transfer {n}", driver.transfer_leadership())
 
 
+@pytest.mark.parametrize("options", [OPTIONS, RANKED], ids=["random", "ranked"])
 @pytest.mark.parametrize("look", [False, True], ids=["asleep", "looked-at-every-step"])
 @pytest.mark.parametrize("seed", range(12))
-def test_the_sleeping_driver_does_what_the_ticking_one_does(seed: int, look: bool) -> None:
+def test_the_sleeping_driver_does_what_the_ticking_one_does(
+    seed: int, look: bool, options: RaftOptions
+) -> None:
     steps = 8 * 64 * 6  # six seconds of ticks
     plan = events(seed, steps)
-    ticking, sleeping = Farm(seed, fixed_rate=True), Farm(seed, fixed_rate=False)
+    ticking = Farm(seed, fixed_rate=True, options=options)
+    sleeping = Farm(seed, fixed_rate=False, options=options)
     woken = 0
     for step in range(steps):
         for event in plan.get(step, ()):
@@ -205,13 +212,14 @@ def test_a_stalled_follower_hears_the_queued_heartbeat_before_its_timer_runs_out
     assert leader.core.is_leader() and all(d.core.term == term for d in farm.drivers.values())
 
 
+@pytest.mark.parametrize("options", [OPTIONS, RANKED], ids=["random", "ranked"])
 @pytest.mark.parametrize("seed", range(30))
-def test_the_core_ticked_n_times_at_once_is_the_core_ticked_n_times(seed: int) -> None:
+def test_the_core_ticked_n_times_at_once_is_the_core_ticked_n_times(seed: int, options: RaftOptions) -> None:
     """Cores in the states a cluster goes through (elections, leading, lost messages, a handover, a
     server joining that never answers): tick(n) from any of them leaves the same state and output
     as n whole ticks."""
     rng = random.Random(seed)
-    cluster = Cluster(3, options=OPTIONS, seed=seed)
+    cluster = Cluster(3, options=options, seed=seed)
     for _ in range(150):
         i = rng.choice(cluster.live())
         action = rng.random()

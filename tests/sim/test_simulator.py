@@ -28,6 +28,18 @@ def test_clean_runs_have_no_violations(nodes: int) -> None:
         assert result.committed > 0
 
 
+@pytest.mark.parametrize("nodes", [3, 5])
+def test_clean_runs_with_ranked_campaigns_have_no_violations(nodes: int) -> None:
+    """Ranked campaigns (the profiles' setting) change only who campaigns when: crashes, partitions
+    and lost messages still find no violation, and the farm still commits."""
+    options = attrs.evolve(SimSettings().options, campaign_rank_ticks=3)
+    settings = SimSettings(nodes=nodes, options=options)
+    for seed in range(CI_SEEDS):
+        result = run_seed(seed, settings)
+        assert result.ok, f"seed {seed}: {[str(v) for v in result.violations]}"
+        assert result.committed > 0
+
+
 def test_a_seed_replays_exactly() -> None:
     settings = SimSettings(nodes=5)
     assert run_seed(7, settings) == run_seed(7, settings)
