@@ -8,7 +8,8 @@ come back in order). Throughput is committed entries per second; latency is subm
 answer, at low load (one request in flight, on the farm at rest, before any load) and high load
 (WINDOW in flight), to the leader and through a follower (the follower answers with the leader's id;
 the client resends there, as clients do); unloaded latency to the leader also from the lean client.
-Resident size and CPU of every node are sampled at rest and under load.
+Resident size and CPU of every node are sampled at rest and under load. ``--connections N`` adds a
+phase with the same requests in flight spread over N lean TLS connections at once (several clients).
 """
 
 from __future__ import annotations
@@ -118,18 +119,27 @@ async def pipelined(
     }
 
 
-async def lean(reactor: Any, client: FarmClient, uri: str, seconds: float, window: int) -> dict[str, float]:
-    """``window`` single-entry requests in flight from the lean load generator (bench/lean_client.py)."""
-    load = LeanLoad(reactor, client.handshake_config(uri), client.cache, encode(request()), window)
-    await lean_connect(reactor, uri, client.config.tls, load)
-    result = await load.run(seconds)
-    ms = [x * 1000 for x in load.latencies]
+async def lean(
+    reactor: Any, client: FarmClient, uri: str, seconds: float, window: int, connections: int = 1
+) -> dict[str, float]:
+    """``window`` single-entry requests in flight on each of ``connections`` TLS connections from the
+    lean load generator (bench/lean_client.py), all running at once."""
+    loads = [
+        LeanLoad(reactor, client.handshake_config(uri), client.cache, encode(request()), window)
+        for _ in range(connections)
+    ]
+    for load in loads:
+        await lean_connect(reactor, uri, client.config.tls, load)
+    results = await gatherResults([load.run(seconds) for load in loads], consumeErrors=True)
+    ms = [x * 1000 for load in loads for x in load.latencies]
+    failures = sum(load.failures for load in loads)
     return {
-        "committed_per_s": (len(ms) - load.failures) / result["elapsed"],
+        "committed_per_s": (len(ms) - failures) / max(r["elapsed"] for r in results),
         "p50_ms": percentile(ms, 50),
         "p99_ms": percentile(ms, 99),
-        "failures": load.failures,
-        "count": len(ms) - load.failures,
+        "failures": failures,
+        "count": len(ms) - failures,
+        "connections": connections,
     }
 
 
@@ -227,6 +237,7 @@ async def measure(
     submitters: int = 0,
     lean_client: bool = False,
     max_batch: int = GarlicFarmClient.MAX_BATCH,
+    connections: int = 0,
 ) -> dict[str, Any]:
     client = FarmClient(reactor, load_config(farm.config(1)))
     status = await client.status()
@@ -275,6 +286,14 @@ async def measure(
     }
     for conn in (leader, follower):
         conn.transport.loseConnection()  # type: ignore[union-attr]
+    if connections:
+        # the same requests in flight spread over several clients (4 x 250 for a window of 1000): the
+        # leader reads fewer requests per read than from one connection with all of them
+        sampler.start()
+        several = await lean(reactor, client, leader_uri, seconds, max(1, window // connections), connections)
+        used = sampler.stop(int(several["count"]), leader_id)
+        several.update(cpu_percent=used["cpu_percent"], cpu_us_per_entry=used["cpu_us_per_entry"])
+        results["several_connections"] = several
     if submitters:
         await library(reactor, farm, 2, submitters, max_batch)  # warm up
         sampler.start()
@@ -337,6 +356,13 @@ def main() -> None:
         help="with --submitters: the client library's max_batch (entries per ClientRequest)",
     )
     parser.add_argument(
+        "--connections",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also load the leader from N lean TLS connections at once, --window / N in flight on each",
+    )
+    parser.add_argument(
         "--client",
         choices=("lean", "full"),
         default="full",
@@ -370,6 +396,7 @@ def main() -> None:
                         args.submitters,
                         lean_client=args.client == "lean",
                         max_batch=args.max_batch,
+                        connections=args.connections,
                     )
                 )
 
@@ -386,6 +413,7 @@ def main() -> None:
         "window": args.window,
         "batch": args.batch,
         "max_batch": args.max_batch,
+        "connections": args.connections,
         **box,
     }
     print(json.dumps(result, indent=2))
