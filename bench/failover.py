@@ -1,7 +1,7 @@
 """Failover: time from kill -9 of the leader to the next committed entry, on a real farm over TLS.
 
     python -m bench.failover [--nodes 3] [--trials 20] [--profile lan] [--links lan|i2p]
-                             [--tick-ms N] [--election-ticks N] [--campaign-rank-ticks N]
+        [--tick-ms N] [--election-ticks N] [--heartbeat-ticks N] [--campaign-rank-ticks N]
 
 A prober in this process submits one 100-byte entry at a time (every 10 ms) to the node it believes
 leads, following "not the leader" answers and trying the next node when one does not answer within
@@ -10,7 +10,7 @@ for the first commit acknowledged after the kill, restart the killed node, let i
 election timeout is election_ticks ticks of tick_ms, then each follower of a known leader waits its rank
 in the ring after the leader x campaign_rank_ticks more (docs/raft.md, "Who campaigns first"; 0: a
 random timeout in [election_ticks, 2 x election_ticks)): the profile's (garlicfarm/config.py PROFILES)
-unless --tick-ms / --election-ticks / --campaign-rank-ticks override them.
+unless --tick-ms / --election-ticks / --heartbeat-ticks / --campaign-rank-ticks override them.
 """
 
 from __future__ import annotations
@@ -172,6 +172,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=sorted(PROFILES), default="lan")
     parser.add_argument("--tick-ms", type=int, help="override the profile's tick")
     parser.add_argument("--election-ticks", type=int, help="override the profile's election timeout")
+    parser.add_argument("--heartbeat-ticks", type=int, help="override the profile's heartbeat interval")
     parser.add_argument(
         "--campaign-rank-ticks",
         type=int,
@@ -193,6 +194,7 @@ def main() -> None:
     overrides = {
         "tick_ms": args.tick_ms,
         "election_ticks": args.election_ticks,
+        "heartbeat_ticks": args.heartbeat_ticks,
         "campaign_rank_ticks": args.campaign_rank_ticks,
     }
     chosen = {key: value for key, value in overrides.items() if value is not None}
@@ -229,6 +231,7 @@ def main() -> None:
         "campaign_rank_ms": tick * ranked,
         "trials": len(times),
         "election_timeout_ms": [tick * election, 2 * tick * election],
+        "heartbeat_ms": tick * (args.heartbeat_ticks or profile.heartbeat_ticks),
         **summary(times),
     }
     print(json.dumps(result, indent=2))
