@@ -28,8 +28,8 @@ pins = []                                  # peers' certificate SHA-256 fingerpr
 [raft]                                     # all optional
 profile = "lan"                            # timings: "lan" or "i2p" (below); the next four override it
 tick_ms = 10
-election_ticks = 15
-heartbeat_ticks = 5
+election_ticks = 20
+heartbeat_ticks = 10
 campaign_rank_ticks = 4                    # ranked campaigns after a leader dies (0: random timeouts)
 snapshot_every = 5000
 pre_vote = "auto"                          # "auto": with peers that negotiate it (not JRaft); "on"; "off"
@@ -145,10 +145,13 @@ class TimingProfile:
 BACKOFF_BOUND_MS = 6000
 
 #: [raft] profile (docs/operations.md, "Timing profiles"):
-#: lan: heartbeats every 50 ms, election timeout 150-300 ms (kill -9 of a leader: next commit in 0.3 s);
-#: i2p: heartbeats every 1 s, election timeout 10-20 s (I2P tunnels: 1-3 s one way, lossy, jittery)
+#: lan: heartbeats every 100 ms (as PySyncObj's: what a farm at rest costs), campaigns 200 ms after the
+#: last one heard, 40 ms more a rank (a leader's kill -9 -> next commit in about 0.25 s); 100 ms of
+#: slack between a heartbeat and the timeout, as 50 / 150 ms had;
+#: i2p: heartbeats every 1 s, campaigns after 10 s, 6 s more a rank (I2P tunnels: 1-3 s one way,
+#: lossy, jittery)
 PROFILES: dict[str, TimingProfile] = {
-    "lan": TimingProfile(tick_ms=10, election_ticks=15, heartbeat_ticks=5, campaign_rank_ticks=4),
+    "lan": TimingProfile(tick_ms=10, election_ticks=20, heartbeat_ticks=10, campaign_rank_ticks=4),
     "i2p": TimingProfile(
         tick_ms=250,
         election_ticks=40,

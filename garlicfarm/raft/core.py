@@ -822,6 +822,12 @@ class RaftCore:
         if m.commit_index == PRE_VOTE_MARKER:
             grant = m.term > self.term and up_to_date
             term = m.term if grant else self.term
+            if grant and self.options.campaign_rank_ticks and self.role is Role.FOLLOWER:
+                # Ranked campaigns: we vouched that its leader is gone; let it finish (its vote
+                # request may be a slow round trip away) before our own turn, and out of the
+                # lease, so that its real vote is not refused for the leader we no longer hear.
+                self.leader_id = None
+                self._election_elapsed = 0
             self._reply(handle, m, accepted=grant, term=term, next_index=PRE_VOTE_MARKER)
             return
         if self.role is Role.CANDIDATE and self.voted_for == self.id and m.source != self.id:

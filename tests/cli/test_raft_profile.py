@@ -28,7 +28,7 @@ def _timings(path: Path) -> tuple[int, int, int]:
 
 
 def test_lan_is_the_default(node_toml: Path) -> None:
-    assert _timings(node_toml) == (10, 15, 5)  # heartbeats every 50 ms, elections after 150-300 ms
+    assert _timings(node_toml) == (10, 20, 10)  # heartbeats every 100 ms, elections after 200 ms
 
 
 def test_i2p_profile(node_toml: Path) -> None:

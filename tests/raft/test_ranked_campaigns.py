@@ -144,3 +144,34 @@ def test_a_new_leader_reranks_its_followers() -> None:
     # after leader 2 the ring is 3, 1: node 3 is first now
     assert GUARDED.election_ticks <= c[3]._randomized_timeout < GUARDED.election_ticks + GAP // 8
     assert not sends_of(c.ready(3), RequestVoteRequest)
+
+
+def test_a_voter_that_vouched_for_a_candidate_waits_for_its_slow_vote() -> None:
+    """Over I2P a pre-vote's answer can take 10 s (a lost chunk): the next in the ring, which vouched
+    for the first one, restarts its timer and lets go of the dead leader, so that it neither
+    campaigns in between (a split vote) nor refuses the real vote for a lease it no longer holds."""
+    c = settled(3, 1)
+    c.crash(1)
+    first_campaigners(c)  # node 2 (rank 0) asks for pre-votes
+    c.flush()
+    c.deliver(lambda e: e.dst == 3)  # node 3 grants; its answer is held up on the way back
+    c.flush()
+    held = c.take(lambda e: e.dst == 2)
+    assert held and c[3].leader_id is None
+    for _ in range(GUARDED.election_ticks + GAP - 1):
+        c.tick(3)
+    assert c[3].role is Role.FOLLOWER and not c[3].has_ready()
+    c.wire.extend(held)
+    c.stabilize()
+    assert c[2].is_leader() and c[3].voted_for == 2
+
+
+def test_unranked_pre_vote_grants_leave_the_timer_alone() -> None:
+    c = settled(3, 1, GUARDED)
+    c.crash(1)
+    first = first_campaigners(c)[1][0]
+    other = 5 - first
+    elapsed = c[other]._election_elapsed
+    c.flush()
+    assert c.deliver(lambda e: e.dst == other)
+    assert c[other]._election_elapsed == elapsed and c[other].leader_id == 1
