@@ -15,19 +15,25 @@ Sans-I/O: the application state feeds it entries and reports.
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections import deque
 
 import attrs
 
 from garlicfarm.app.schema import LogMark
 from garlicfarm.wire.codec import encode_entry
-from garlicfarm.wire.payloads import LogEntry
+from garlicfarm.wire.payloads import Application, LogEntry
+from garlicfarm.wire.types import ValueType
 
 #: the digest before index 1
 GENESIS = bytes(32)
 #: digests of the latest applied indexes kept for comparison: a report names its sender's applied
 #: index when it was made, a few round trips before the report itself commits
 DIGESTS_KEPT = 1024
+#: an entry's index, then its wire header (term, value type, length): what encode_entry writes before
+#: the value, packed at once for the application's entries (every node hashes every entry it applies)
+_INDEX_AND_HEAD = struct.Struct(">QQBI")
+_APPLICATION = int(ValueType.APPLICATION)
 
 
 @attrs.frozen
@@ -61,7 +67,13 @@ class LogDigest:
         if index != self.index + 1:  # a hole (never expected): a chain with one would be wrong
             self.reset(index, None)
             return
-        self.value = hashlib.sha256(self.value + index.to_bytes(8, "big") + encode_entry(entry)).digest()
+        value = entry.value
+        if type(value) is Application:
+            data = value.data
+            piece = _INDEX_AND_HEAD.pack(index, entry.term, _APPLICATION, len(data)) + data
+        else:
+            piece = index.to_bytes(8, "big") + encode_entry(entry)
+        self.value = hashlib.sha256(self.value + piece).digest()
         self.index = index
         self._kept.append(self.value)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from twisted.logger import LogEvent, globalLogPublisher
 
 from garlicfarm.app.logcheck import DIGESTS_KEPT, GENESIS, Divergence, LogDigest
@@ -22,6 +25,7 @@ from garlicfarm.app.schema import (
 from garlicfarm.app.state import FarmState
 from garlicfarm.router.interface import RouterStatus
 from garlicfarm.wire import Application, ClusterServer, Configuration, LogEntry
+from garlicfarm.wire.codec import encode_entry
 from tests.app.records import entry, record
 
 DATE = 1_700_000_000_000
@@ -212,3 +216,18 @@ def test_genesis_is_the_digest_before_the_first_entry() -> None:
     assert digest.mark() == LogMark(0, GENESIS.hex())
     digest.add(1, LogEntry(1, Application(b"{}")))
     assert digest.at(0) is None and digest.mark() is not None and digest.mark() != LogMark(0, GENESIS.hex())
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**63 - 1), st.binary(max_size=200)), max_size=20))
+def test_the_fast_path_for_application_entries_hashes_their_wire_encoding(
+    entries: list[tuple[int, bytes]],
+) -> None:
+    """Application entries are hashed from a header built at once: the same bytes as the entry's
+    wire encoding after its index (the chain's definition, and what a configuration entry takes)."""
+    fast = LogDigest()
+    value = GENESIS
+    for index, (term, data) in enumerate(entries, 1):
+        entry = LogEntry(term, Application(data))
+        fast.add(index, entry)
+        value = hashlib.sha256(value + index.to_bytes(8, "big") + encode_entry(entry)).digest()
+        assert fast.value == value
