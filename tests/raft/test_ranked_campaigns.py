@@ -112,16 +112,46 @@ def test_without_a_known_leader_the_timeout_is_random() -> None:
     assert all(GUARDED.election_ticks <= t < 2 * GUARDED.election_ticks for t in timeouts)
 
 
-def test_after_a_lost_campaign_the_timeout_is_random_again() -> None:
-    """A candidate is no follower of a known leader: its next timeout is drawn at random, so that two
-    servers with clashing views of the ring cannot split every term."""
+def test_a_refused_pre_vote_round_is_asked_again_soon_then_the_election_is_random() -> None:
+    """A voter still in its lease refuses the first in the ring (the dead leader's last heartbeat
+    reached it later): the pre-candidate asks again after max(heartbeat, gap / 2) ticks instead of
+    a whole timeout. Once it is a candidate, its election timeout is random as in plain Raft, so that
+    two servers with clashing views of the ring cannot split every term."""
     c = settled(3, 1)
     c.crash(1)
     c.partition([2], [3])
     first_campaigners(c)
     assert c[2].role is Role.PRE_CANDIDATE
-    timeout = c[2]._randomized_timeout
-    assert GUARDED.election_ticks <= timeout < 2 * GUARDED.election_ticks
+    retry = max(GUARDED.heartbeat_ticks, GAP // 2)
+    assert c[2]._randomized_timeout == retry
+    c.flush()
+    asked = 0
+    for _ in range(3 * retry):
+        c.tick(2)
+        asked += len(sends_of(c.ready(2), RequestVoteRequest))
+    assert asked == 3 * 2  # a round: one request to each of the others
+    c.heal()
+    c.wire.clear()
+    for _ in range(retry):
+        c.tick(2)
+    c.stabilize()
+    assert c[2].is_leader()
+
+
+def test_a_candidates_timeout_is_random() -> None:
+    c = settled(3, 1)
+    c.crash(1)
+    c.partition([2], [3])
+    first_campaigners(c)
+    c.heal()
+    c.wire.clear()
+    c.tick(2, max(GUARDED.heartbeat_ticks, GAP // 2))  # the pre-vote round again
+    c.flush()
+    c.deliver(lambda e: e.dst == 3)
+    c.flush()
+    c.deliver(lambda e: e.dst == 2)  # node 3's grant: a real vote now
+    assert c[2].role is Role.CANDIDATE
+    assert GUARDED.election_ticks <= c[2]._randomized_timeout < 2 * GUARDED.election_ticks
 
 
 def test_off_by_default() -> None:
