@@ -36,8 +36,8 @@ import resource
 import shutil
 import sys
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from garlicfarm.app.schema import (
     SCHEMA_VERSION,
 )
 from garlicfarm.pipeline import native
-from garlicfarm.pipeline.files import Listing
+from garlicfarm.pipeline.files import ArchiveFile, Listing
 from garlicfarm.pipeline.intake import list_local
 from garlicfarm.pipeline.records import CHECKED_SCHEMA, _checked
 from garlicfarm.pipeline.replay import WindowState, replay_farm
@@ -386,6 +386,35 @@ def _check_suspects(con: duckdb.DuckDBPyConnection) -> int:
     return len(rows["ok"])
 
 
+def read_and_check(con: duckdb.DuckDBPyConnection, files: Sequence[ArchiveFile]) -> tuple[int, int]:
+    """Every line of ``files`` read and checked into the tables ``lines`` (each line: clean and its
+    fields, or the raw bytes of a suspect) and ``checked`` (the suspects, by the schema's own code), and
+    the view ``valid``; how many lines, and how many were checked in Python. The next file is read and
+    split while DuckDB checks one."""
+    con.execute(LINES_TABLE)
+    con.execute(CHECKED_TABLE)
+    lines = 0
+    with ThreadPoolExecutor(1) as reader:
+        ahead = [reader.submit(_lines_of, f) for f in files[:1]]
+        for i, f in enumerate(files):
+            chunk = ahead.pop(0).result()
+            if i + 1 < len(files):
+                ahead.append(reader.submit(_lines_of, files[i + 1]))
+            con.register("chunk", chunk)
+            con.execute(CHECK, {"partition": f.partition, "file": f.path})
+            con.unregister("chunk")
+            lines += chunk.num_rows
+            del chunk
+    suspects = _check_suspects(con)
+    con.execute(VALID)
+    return lines, suspects
+
+
+def _lines_of(f: ArchiveFile) -> pa.Table:
+    raw = split_lines(_read_file(f.path, f.compressed))
+    return pa.table({"raw": raw, "line_number": pa.array(np.arange(1, len(raw) + 1, dtype=np.int64))})
+
+
 def _farm_tables(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, pa.Table]]:
     """Each farm's replay rows (``idx, date, record``, in log order), streamed out of DuckDB."""
     reader = con.sql(REPLAY_ROWS).to_arrow_reader(200_000)
@@ -494,22 +523,7 @@ def run_duckdb(
         listing = list_local(str(archive))
         assert listing is not None
         with steps.step("read_check"):
-            con.execute(LINES_TABLE)
-            con.execute(CHECKED_TABLE)
-            lines = 0
-            for f in listing.files:
-                raw = split_lines(_read_file(f.path, f.compressed))
-                count = len(raw)
-                chunk = pa.table(
-                    {"raw": raw, "line_number": pa.array(np.arange(1, count + 1, dtype=np.int64))}
-                )
-                con.register("chunk", chunk)
-                con.execute(CHECK, {"partition": f.partition, "file": f.path})
-                con.unregister("chunk")
-                lines += count
-                del chunk, raw
-            suspects = _check_suspects(con)
-            con.execute(VALID)
+            lines, suspects = read_and_check(con, listing.files)
         counts = con.execute(
             "SELECT (SELECT count(*) FROM valid), (SELECT count(*) FROM checked WHERE NOT ok)"
         ).fetchone()
