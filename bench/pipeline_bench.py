@@ -24,6 +24,7 @@ out as Spark's (``cluster=/day=`` partitions).
 Then bench/pipeline_compare.py reads both outputs and compares member health, publisher timeline,
 destination weights and rejects row by row: on any difference it prints the first differing rows of
 each table, and this command exits 1. CPU time, both sides: the process tree (sampled every 0.1 s).
+The figures (JSON) go to standard output, the progress and the comparison to standard error.
 """
 
 from __future__ import annotations
@@ -139,10 +140,15 @@ def main() -> None:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.epilog = "\n\n".join(__doc__.split("\n\n")[1:])
-    parser.add_argument("--archive", type=Path, default=Path("/tmp/gf-bench/archive"))
+    parser.add_argument(
+        "--archive",
+        type=Path,
+        default=Path("/tmp/gf-bench/archive"),
+        help="the archive both sides read (default /tmp/gf-bench/archive)",
+    )
     parser.add_argument("--out", type=Path, default=Path("/tmp/gf-bench/out"), help="spark/ and duckdb/ here")
     parser.add_argument("--generate", metavar="FxMxD", help="write the archive first (e.g. 10x10x8)")
-    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--master", default="local[*]", help="the Spark side's master (default local[*])")
     parser.add_argument(
         "--replay-jobs",
         type=int,
