@@ -13,8 +13,9 @@ What a competent DuckDB user writes for the same job, with the same verdict on e
    goes through the schema's own Python checker (``records._checked``, what Spark's ``mapInPandas``
    runs), which gives the exact verdict and reason. So both engines accept exactly the same records,
    with the same fields, and reject the same lines for the same reasons.
-2. *replay*: the valid records, copies dropped (a record counts at its first index), streamed out of
-   DuckDB in (farm, index) order and replayed through the very same ``replay_farm`` the Spark job runs,
+2. *replay*: each farm's valid records, copies dropped (a record counts at its first index), in index
+   order (one query a farm, largest first, so the first replay starts after one farm's sort), as Arrow,
+   replayed through the very same ``replay_farm`` the Spark job runs,
    read as already checked (``accepted=True``, ``schema.parse_accepted``, as Spark's replay does), one
    farm per task in ``jobs`` processes; windows and Meta LS2 weights written as Parquet.
 3. *member health*: the same SQL as ``health.member_health`` (copies, gaps against the 60 s interval,
@@ -221,11 +222,11 @@ UNION ALL
 SELECT {_VALID_COLUMNS} FROM checked WHERE ok
 """
 
-#: the replay's rows: each record once (at its first index), in log order
+#: one farm's replay rows: each record once (at its first index), in log order
 REPLAY_ROWS = """
-SELECT cluster, idx, date, record FROM valid
-QUALIFY row_number() OVER (PARTITION BY cluster, id, date ORDER BY idx) = 1
-ORDER BY cluster, idx
+SELECT idx, date, record FROM valid WHERE cluster = $cluster
+QUALIFY row_number() OVER (PARTITION BY id, date ORDER BY idx) = 1
+ORDER BY idx
 """
 
 
@@ -415,25 +416,11 @@ def _lines_of(f: ArchiveFile) -> pa.Table:
     return pa.table({"raw": raw, "line_number": pa.array(np.arange(1, len(raw) + 1, dtype=np.int64))})
 
 
-def _farm_tables(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, pa.Table]]:
-    """Each farm's replay rows (``idx, date, record``, in log order), streamed out of DuckDB."""
-    reader = con.sql(REPLAY_ROWS).to_arrow_reader(200_000)
-    current: str | None = None
-    parts: list[pa.Table] = []
-    for batch in reader:
-        clusters = batch.column(0).to_pylist()
-        start = 0
-        for i in range(1, len(clusters) + 1):
-            if i == len(clusters) or clusters[i] != clusters[start]:
-                cluster = clusters[start]
-                if cluster != current:
-                    if current is not None:
-                        yield current, pa.concat_tables(parts)
-                    current, parts = cluster, []
-                parts.append(pa.Table.from_batches([batch.slice(start, i - start)]).drop(["cluster"]))
-                start = i
-    if current is not None:
-        yield current, pa.concat_tables(parts)
+def _farm_tables(con: duckdb.DuckDBPyConnection, farms: dict[str, int]) -> Iterator[tuple[str, pa.Table]]:
+    """Each farm's replay rows (``idx, date, record``, in log order), largest farm first: one query a
+    farm, so that the first replay starts after one farm's sort, not the whole archive's."""
+    for cluster in sorted(farms, key=lambda f: (-farms[f], f)):
+        yield cluster, con.sql(REPLAY_ROWS, params={"cluster": cluster}).to_arrow_table()
 
 
 def _replay(cluster: str, members: list[int], rows: pa.Table, window_ms: int) -> list[WindowState]:
@@ -529,18 +516,17 @@ def run_duckdb(
         ).fetchone()
         assert counts is not None
         valid, rejected = int(counts[0]), int(counts[1])
-        farms = {
-            str(cluster): sorted(int(i) for i in ids)
-            for cluster, ids in con.execute(
-                "SELECT cluster, list(DISTINCT id) FROM valid GROUP BY cluster"
-            ).fetchall()
-        }
+        per_farm = con.execute("SELECT cluster, count(*), list(DISTINCT id) FROM valid GROUP BY cluster")
+        farms: dict[str, list[int]] = {}
+        sizes: dict[str, int] = {}
+        for cluster, size, ids in per_farm.fetchall():
+            farms[str(cluster)], sizes[str(cluster)] = sorted(int(i) for i in ids), int(size)
         with steps.step("replay"):
             states: list[WindowState] = []
             # one farm per task on ``jobs`` processes, as Spark runs one farm per task on its cores;
             # at most 2 * jobs farms in flight, so memory stays bounded
             pending: list[Future[list[WindowState]]] = []
-            for cluster, rows in _farm_tables(con):
+            for cluster, rows in _farm_tables(con, sizes):
                 pending.append(pool.submit(_replay, cluster, farms[cluster], rows, window_ms))
                 while len(pending) >= 2 * jobs:
                     states.extend(pending.pop(0).result())
