@@ -3,22 +3,24 @@
 What a competent DuckDB user writes for the same job, with the same verdict on every line:
 
 1. *read + check*: each archive file split into lines exactly as Spark's text source splits them
-   (``\\n``, ``\\r\\n`` or a lone ``\\r``; a UTF-8 byte order mark at a file's start dropped), handed to
-   DuckDB as one Arrow array of raw bytes (no copy). In SQL, one parse per line into a typed STRUCT
-   (``json_transform`` with the archive's schema, :data:`garlicfarm.pipeline.native.LINE_TYPE`), then
-   the Spark job's own JVM rule (:mod:`garlicfarm.pipeline.native`): a line is *clean* when the struct,
-   written back as JSON, gives the line's very text (which rules out non-UTF-8 bytes, lone surrogates,
-   repeated or unknown keys, wrong types, floats, whitespace, deeper nesting) and the schema's ranges,
-   enumerations and sizes hold (the same expressions, per destination too, in SQL). Every other line
-   goes through the schema's own Python checker (``records._checked``, what Spark's ``mapInPandas``
-   runs), which gives the exact verdict and reason. So both engines accept exactly the same records,
-   with the same fields, and reject the same lines for the same reasons.
+   (``\\n``, ``\\r\\n`` or a lone ``\\r``; a UTF-8 byte order mark at a file's start dropped) in
+   NumPy, handed to DuckDB as an Arrow array of raw bytes (the next file is read while DuckDB checks
+   one). In SQL, one parse per line into a typed STRUCT (``json_transform`` with the archive's schema,
+   :data:`garlicfarm.pipeline.native.LINE_TYPE`), then the Spark job's own JVM rule
+   (:mod:`garlicfarm.pipeline.native`): a line is *clean* when the struct, written back as JSON, gives
+   the line's very text (which rules out non-UTF-8 bytes, repeated or unknown keys, wrong types,
+   floats, whitespace, deeper nesting) and the schema's ranges, enumerations and sizes hold (the same
+   expressions, per destination too, in SQL). A line holding a ``\\u`` escape is not parsed in SQL
+   (DuckDB's parser fails the whole query on a lone surrogate). Every other line goes through the
+   schema's own Python checker (``records._checked``, what Spark's ``mapInPandas`` runs), which gives
+   the exact verdict and reason. So both engines accept exactly the same records, with the same
+   fields, and reject the same lines for the same reasons.
 2. *replay*: each farm's valid records, copies dropped (a record counts at its first index), in index
    order (one query a farm, largest first, so the first replay starts after one farm's sort), as Arrow,
    replayed through the very same ``replay_farm`` the Spark job runs,
    read as already checked (``accepted=True``, ``schema.parse_accepted``, as Spark's replay does), one
    farm per task in ``jobs`` processes; windows and Meta LS2 weights written as Parquet.
-3. *member health*: the same SQL as ``health.member_health`` (copies, gaps against the 60 s interval,
+3. *member health*: ``health.member_health``'s aggregation in SQL (copies, gaps against the 60 s interval,
    restarts, unhealthy reports, the percentiles by Spark's exact rank rule, windows published from the
    timeline), written as Parquet.
 4. *rejects*: the rejected lines with their line numbers, and whole files the listing set aside.
