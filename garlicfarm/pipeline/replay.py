@@ -24,6 +24,7 @@ import logging
 import operator
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import attrs
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -91,51 +92,110 @@ def replay_farm(
     """``rows`` are ``(index, date, record bytes)`` of status records, in log order: each applied as
     a committed entry is (checked by the schema), or, if ``accepted`` (the schema has accepted every
     one already), read as such (:func:`schema.parse_accepted`)."""
-    # the Meta LS2 is computed when a window closes, not after every record: nothing depends on it
-    state = FarmState(cluster, track_leases=False)
-    state.apply(0, members_configuration(members))
-    window: int | None = None
-    changes = records = 0
-    had_publisher = False
-    warned = False
-    newest = 0
+    replay = FarmReplay(cluster, members, window_ms, accepted=accepted)
     for index, date, data in rows:
+        closed = replay.feed(index, date, data)
+        if closed is not None:
+            yield closed
+    last = replay.finish()
+    if last is not None:
+        yield last
+
+
+class FarmReplay:
+    """One farm's log through a ``FarmState``, record by record: a window's state comes out when the
+    log's time leaves it. :meth:`checkpoint` and :meth:`resume` carry the replay over to another run
+    (the incremental pipeline, incremental.py): the FarmState's own snapshot (as Raft snapshots it)
+    and the few counters of the window being filled."""
+
+    def __init__(
+        self, cluster: str, members: Iterable[int], window_ms: int, *, accepted: bool = False
+    ) -> None:
+        # the Meta LS2 is computed when a window closes, not after every record: nothing depends on it
+        self.state = FarmState(cluster, track_leases=False)
+        self.state.apply(0, members_configuration(members))
+        self.window_ms = window_ms
+        self.accepted = accepted
+        self.window: int | None = None  #: the window being filled (its number: start // window_ms)
+        self.changes = self.records = 0
+        self.had_publisher = False
+        self.warned = False
+        self.newest = 0  #: the newest date applied
+
+    def feed(self, index: int, date: int, data: bytes) -> WindowState | None:
+        """Apply one record; the window it closed, if it moved the log's time out of one."""
+        state, window_ms = self.state, self.window_ms
         # The farm's time is the date a quorum reached (scoring.farm_time): it moves past ``newest``
         # never, so only a record that could cross into a new window keeps the state as it stands
         # before the record (what the live farm showed at the window's end): a few references.
-        newest = max(newest, date)
+        self.newest = max(self.newest, date)
         closing = None
-        if window is not None and newest // window_ms != window:
+        if self.window is not None and self.newest // window_ms != self.window:
             closing = _Moment(state.publisher, dict(state.latest), state.now, state.index)
         before, rejected = state.publisher, state.rejected
-        if accepted:
-            state.apply_status(index, parse_accepted(data, cluster))
+        if self.accepted:
+            state.apply_status(index, parse_accepted(data, state.cluster))
         else:
             state.apply(index, LogEntry(1, Application(data)))
+        closed = None
         if state.now:  # the farm's time is known once a quorum of members has reported
             current = state.now // window_ms
-            if window is None:
-                window = current
-            elif current != window:
+            if self.window is None:
+                self.window = current
+            elif current != self.window:
                 assert closing is not None
-                yield _window_state(state, closing, window * window_ms, changes, records)
-                changes = records = 0
-                window = current
-        records += 1
-        if state.publisher != before and had_publisher:
-            changes += 1
-        had_publisher = had_publisher or state.publisher is not None
-        if state.rejected > rejected and not warned:
-            warned = True
+                closed = _window_state(state, closing, self.window * window_ms, self.changes, self.records)
+                self.changes = self.records = 0
+                self.window = current
+        self.records += 1
+        if state.publisher != before and self.had_publisher:
+            self.changes += 1
+        self.had_publisher = self.had_publisher or state.publisher is not None
+        if state.rejected > rejected and not self.warned:
+            self.warned = True
             log.warning(
                 "%s: entry %d was not applied as a status record (%d rejected)",
-                cluster,
+                state.cluster,
                 index,
                 state.rejected,
             )
-    if window is not None:
+        return closed
+
+    def finish(self) -> WindowState | None:
+        """The window being filled, as it stands at the end of the rows."""
+        if self.window is None:
+            return None
+        state = self.state
         now = _Moment(state.publisher, state.latest, state.now, state.index)
-        yield _window_state(state, now, window * window_ms, changes, records)
+        return _window_state(state, now, self.window * self.window_ms, self.changes, self.records)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """What :meth:`resume` needs to go on exactly as this replay would (JSON-ready)."""
+        return {
+            "state": self.state.snapshot().decode(),
+            "window": self.window,
+            "changes": self.changes,
+            "records": self.records,
+            "had_publisher": self.had_publisher,
+            "warned": self.warned,
+            "newest": self.newest,
+        }
+
+    @classmethod
+    def resume(
+        cls, cluster: str, members: Iterable[int], window_ms: int, saved: dict[str, Any]
+    ) -> FarmReplay:
+        """A replay that goes on from :meth:`checkpoint`'s ``saved`` (accepted records only).
+        Raises ValueError (or KeyError, TypeError) on a checkpoint that is not one."""
+        replay = cls(cluster, members, window_ms, accepted=True)
+        replay.state.restore(saved["state"].encode())
+        if replay.state.members != frozenset(members):
+            raise ValueError("the checkpoint's members are not the farm's")
+        replay.window = None if saved["window"] is None else int(saved["window"])
+        replay.changes, replay.records = int(saved["changes"]), int(saved["records"])
+        replay.had_publisher, replay.warned = bool(saved["had_publisher"]), bool(saved["warned"])
+        replay.newest = int(saved["newest"])
+        return replay
 
 
 @attrs.frozen
