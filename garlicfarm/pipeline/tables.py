@@ -20,6 +20,8 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from garlicfarm.pipeline.files import FileReject
 
 TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
+#: the tables with a farm and a day, partitioned by them
+PARTITIONED = TABLES[:3]
 PARTITION_KEYS = ("cluster", "day")
 
 #: the rejects table: a bad line, or (``line_number`` null) a whole file and how much of it was read
@@ -58,8 +60,9 @@ def partition_keys(name: str, frame: DataFrame) -> list[str]:
     return [key for key in PARTITION_KEYS if key in frame.columns]
 
 
-def write_table(frame: DataFrame, out: str, name: str, fmt: str) -> StructType:
-    """``frame`` as the table ``name`` under ``out``; the schema it was written with."""
+def write_table(frame: DataFrame, out: str, name: str, fmt: str, mode: str = "overwrite") -> StructType:
+    """``frame`` as the table ``name`` under ``out`` (``mode``: ``append`` adds farm-day partitions to
+    it); the schema it was written with."""
     keys = partition_keys(name, frame)
     required = set(REQUIRED.get(name, ()))
     frame = frame.select(
@@ -70,7 +73,7 @@ def write_table(frame: DataFrame, out: str, name: str, fmt: str) -> StructType:
     )
     if keys:
         frame = frame.repartition(*keys)  # one file per farm and day
-    writer = frame.write.mode("overwrite").format(fmt)
+    writer = frame.write.mode(mode).format(fmt)
     if fmt == "csv":
         writer = writer.option("header", "true")
     if keys:
