@@ -77,13 +77,17 @@ def test_a_day_added_is_replayed_alone_and_gives_the_full_runs_tables(
     archive = _archive(source, tmp_path / "archive", DAYS[:2])
     out = tmp_path / "out"
     _run(spark, archive, out)
-    assert sorted(p.name for p in (out / "_checkpoints").glob("cluster=*")) == ["cluster=farm-000", "cluster=farm-001"]
+    assert sorted(p.name for p in (out / "_checkpoints").glob("cluster=*")) == [
+        "cluster=farm-000",
+        "cluster=farm-001",
+    ]
     caplog.set_level(logging.INFO, logger="garlicfarm.pipeline")
     _archive(source, archive, DAYS[2:])
     _run(spark, archive, out)
     # the last run ended with 2026-01-02 open: each farm goes on from its checkpoint of the day before
     assert sorted(_replayed(caplog)) == [
-        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02" for f in (0, 1)
+        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02"
+        for f in (0, 1)
     ]
     _same_as_full(spark, archive, out, tmp_path)
 
@@ -115,7 +119,9 @@ def test_a_line_changed_in_an_earlier_day_is_seen_and_replayed_from_before_it(
     late["index"] = 10_000_000
     late["record"]["date"] += 1
     del lines[valid + 1]
-    day.write_bytes(b"".join(lines) + json.dumps(late, separators=(",", ":"), sort_keys=True).encode() + b"\n")
+    day.write_bytes(
+        b"".join(lines) + json.dumps(late, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+    )
     caplog.set_level(logging.INFO, logger="garlicfarm.pipeline")
     _run(spark, archive, out)
     replayed = _replayed(caplog)
@@ -141,7 +147,8 @@ def test_a_corrupt_checkpoint_falls_back_to_the_one_before_with_a_warning(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("farm-000: checkpoint" in w and "unusable" in w for w in warnings), warnings
     assert sorted(_replayed(caplog)) == [
-        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02" for f in (0, 1)
+        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02"
+        for f in (0, 1)
     ]
     _same_as_full(spark, archive, out, tmp_path)
 
