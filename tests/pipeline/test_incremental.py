@@ -54,7 +54,7 @@ def _rows(out: Path) -> dict[str, list[tuple[Any, ...]]]:
         table = ds.dataset(out / name, format="parquet", partitioning=partitioning).to_table()
         columns = sorted(table.column_names)
         rows = zip(*(table.column(c).to_pylist() for c in columns), strict=True)
-        tables[name] = sorted((tuple(repr(v) for v in row) for row in rows))
+        tables[name] = sorted(tuple(repr(v) for v in row) for row in rows)
     return tables
 
 
