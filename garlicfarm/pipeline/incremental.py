@@ -353,13 +353,27 @@ def partitions_for(plans: dict[str, FarmPlan], manifest: Manifest) -> set[str]:
 
 
 def carry_partitions(plans: dict[str, FarmPlan], manifest: Manifest) -> set[str]:
-    """The partitions holding a farm's reports before its health's ``since``."""
-    return {
-        name
-        for name, partition in manifest.partitions.items()
-        for farm, plan in plans.items()
-        if plan.since is not None and farm in partition.farms and min(partition.farms[farm].days) < plan.since
-    }
+    """The partitions holding each member's last report before its farm's health's ``since``: the
+    newest partition before it that the member reported in, when every partition holds its own day
+    only (as the archive writes them); else every partition with a day before ``since``."""
+    needed: set[str] = set()
+    for farm, plan in plans.items():
+        if plan.since is None:
+            continue
+        since = plan.since
+        earlier = {
+            n: p.farms[farm]
+            for n, p in manifest.partitions.items()
+            if farm in p.farms and min(p.farms[farm].days) < since
+        }
+        if any(part.days != (name,) for name, part in earlier.items()):
+            needed |= set(earlier)
+            continue
+        for member in manifest.members(farm):
+            holding = [name for name, part in earlier.items() if member in part.members]
+            if holding:
+                needed.add(max(holding))
+    return needed
 
 
 def _partitions(listing: Listing) -> set[str]:
