@@ -27,6 +27,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import unquote
@@ -316,9 +317,7 @@ def _read_changed(
         with _stage(spark, "reading and checking the archive"):
             # once: every line, checked by the JVM, typed, as Parquet beside the tables (compact,
             # and each stage below reads only the columns it needs)
-            if files:
-                jvm = jvm_checked(spark, files).withColumn("p", F.col("partition"))
-                jvm.write.mode("append").partitionBy("p").parquet(jvm_uri)
+            _stage_by_partition(spark, listing, jvm_uri)
     except AnalysisException as e:
         raise PipelineError(f"cannot read the archive at {options.archive}: {e.getMessage()}") from None
     with _stage(spark, "checking the lines the JVM could not vouch for with the schema's own code"):
@@ -327,6 +326,23 @@ def _read_changed(
             checked = python_checked(jvm_read).withColumn("p", F.col("partition"))
             checked.write.mode("append").partitionBy("p").parquet(python_uri)
     return _partition_stats(_staged_lines(spark, staged, read) if files else None, run)
+
+
+def _stage_by_partition(spark: SparkSession, listing: Listing, uri: str) -> None:
+    """Each partition's files checked by the JVM into their own directory (``p=<day>``), a job each,
+    several at once: ``partitionBy`` would sort all the lines (record bytes and all) by partition
+    first, which cost 5 times the reading itself on 1.4 million lines."""
+    by_partition: dict[str, list[str]] = {}
+    for f in listing.files:
+        by_partition.setdefault(f.partition, []).append(f.path)
+
+    def stage(partition: str) -> None:
+        jvm_checked(spark, by_partition[partition]).write.mode("overwrite").parquet(f"{uri}/p={partition}")
+
+    workers = max(1, min(len(by_partition), spark.sparkContext.defaultParallelism))
+    with ThreadPoolExecutor(workers) as pool:
+        for done in [pool.submit(stage, p) for p in sorted(by_partition)]:
+            done.result()
 
 
 def _partition_stats(parsed: DataFrame | None, run: RunPlan) -> dict[str, Partition]:
