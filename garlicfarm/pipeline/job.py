@@ -13,6 +13,9 @@ Stages (each one log line with its time; Spark's console progress bar shows the 
 5. member health, which joins the timeline written in 4;
 6. the report, from the tables just written.
 
+A run over an archive seen before is incremental (incremental.py): stages 1 to 3 for the partitions
+that changed only, 4 and 5 for the farms they touch, from their checkpoints.
+
 Exit status: 0; 1 on an error (one line on stderr); :data:`QUARANTINE_STATUS` when files were set aside.
 """
 
