@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/gf-incr"), help="archive and outputs go here")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--verify", action="store_true", help="also a full run over D+1 days, compared")
+    parser.add_argument(
+        "--again", action="store_true", help="also a run with nothing changed: the fixed costs of a run"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     if not args.source.is_dir():
@@ -123,13 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     full, incremental = figures["full"], figures["incremental"]
     figures["wall_ratio"] = round(incremental["wall_s"] / full["wall_s"], 3)
     figures["cpu_ratio"] = round(incremental["cpu_s"] / full["cpu_s"], 3)
+    if args.again:
+        figures["unchanged"] = timed(pipeline_command(archive, out, args.master), args.work / "unchanged.log")
     if args.verify:
         check = args.work / "check"
         figures["full_after"] = timed(
             pipeline_command(archive, check, args.master, "--full"), args.work / "check.log"
         )
         figures["identical"] = table_rows(out) == table_rows(check)
-    for name in ("full", "incremental", "full_after"):
+    for name in ("full", "incremental", "unchanged", "full_after"):
         if name in figures:
             run = figures[name]
             sys.stdout.write(f"{name}: {run['command']}\n  wall {run['wall_s']} s, CPU {run['cpu_s']} s, ")
