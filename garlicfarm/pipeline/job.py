@@ -47,6 +47,7 @@ from garlicfarm.pipeline.files import FOREIGN, QUARANTINED, Listing
 from garlicfarm.pipeline.health import last_reports, member_health
 from garlicfarm.pipeline.incremental import (
     DEFAULT_DIR,
+    MANIFEST,
     FarmPart,
     FarmPlan,
     Manifest,
@@ -185,7 +186,11 @@ def run_pipeline(
         else:
             listing = listing or list_local(options.archive)
             assert listing is not None  # a local archive
-            run = RunPlan.plan(_settings(options), listing, ckdir, options.full)
+            # tables removed since the last run (by hand): what the checkpoints skip is gone too
+            missing = [name for name in TABLES if not _exists(table_uri(out, name))]
+            if missing and not options.full and (ckdir / MANIFEST).exists():
+                log.info("tables missing in %s (%s): a full run", out, ", ".join(missing))
+            run = RunPlan.plan(_settings(options), listing, ckdir, options.full or bool(missing))
             listing = checked_listing(spark, options.archive, run.to_read(listing))
     staged = table_uri(out, STAGING) if ckdir is None else str(ckdir / "lines")
     windows: DataFrame | None = None
