@@ -102,6 +102,12 @@ def test_nothing_changed_replays_nothing(
     _run(spark, archive, out)
     assert _replayed(caplog) == []
     _same_as_full(spark, archive, out, tmp_path)
+    # a table removed by hand: what the checkpoints would skip is gone, so the run is a full one
+    shutil.rmtree(out / "member_health")
+    caplog.clear()
+    _run(spark, archive, out)
+    assert len(_replayed(caplog)) == 2
+    _same_as_full(spark, archive, out, tmp_path / "again")
 
 
 def test_a_line_changed_in_an_earlier_day_is_seen_and_replayed_from_before_it(
