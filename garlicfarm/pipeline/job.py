@@ -78,6 +78,7 @@ from garlicfarm.pipeline.records import (
     with_line_numbers,
 )
 from garlicfarm.pipeline.replay import (
+    WINDOW_SCHEMA,
     FarmSize,
     checkpoints_of,
     replay_farms,
@@ -89,6 +90,7 @@ from garlicfarm.pipeline.tables import (
     PARTITIONED,
     REJECT_COLUMNS,
     TABLES,
+    declared,
     file_rejects,
     is_local,
     local_path,
@@ -229,14 +231,20 @@ def run_pipeline(
             tasks = spark.sparkContext.defaultParallelism
             sizes = {farm: FarmSize(plan.records, manifest.members(farm)) for farm, plan in farms.items()}
             resume = {farm: plan.saved for farm, plan in farms.items() if plan.saved is not None}
-            windows = replay_farms(valid, options.window_ms, sizes, tasks, resume).persist(
-                StorageLevel.MEMORY_AND_DISK
-            )
-            timeline = timeline_table(windows, options.window_ms)
-            schemas["publisher_timeline"] = write_table(timeline, out, "publisher_timeline", fmt, "append")
-            weights = weights_table(windows, options.window_ms)
-            schemas["destination_weights"] = write_table(weights, out, "destination_weights", fmt, "append")
-            if ckdir is not None:
+            windows = (
+                replay_farms(valid, options.window_ms, sizes, tasks, resume)
+                if farms
+                else spark.createDataFrame([], WINDOW_SCHEMA)
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            for name, table in (
+                ("publisher_timeline", timeline_table(windows, options.window_ms)),
+                ("destination_weights", weights_table(windows, options.window_ms)),
+            ):
+                # no farm touched: the table stays as it is (its schema is all the stages below need)
+                schemas[name] = (
+                    write_table(table, out, name, fmt, "append") if farms else declared(table, name).schema
+                )
+            if ckdir is not None and farms:
                 _save_checkpoints(ckdir, farms, checkpoints_of(windows))
         timeline = read_table(spark, out, "publisher_timeline", fmt, schemas["publisher_timeline"])
         with _stage(spark, "member health"):
@@ -246,7 +254,11 @@ def run_pipeline(
             )
             carry = _carry(spark, staged, farms, manifest, since)
             health = member_health(fresh, timeline, options.interval_ms, carry)
-            schemas["member_health"] = write_table(health, out, "member_health", fmt, "append")
+            schemas["member_health"] = (
+                write_table(health, out, "member_health", fmt, "append")
+                if farms
+                else declared(health, "member_health").schema
+            )
         with _stage(spark, "report"):
             tables = {name: read_table(spark, out, name, fmt, schemas[name]) for name in TABLES}
             data, summary = _collect(tables, options, counts, started)

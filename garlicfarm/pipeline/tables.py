@@ -64,13 +64,7 @@ def write_table(frame: DataFrame, out: str, name: str, fmt: str, mode: str = "ov
     """``frame`` as the table ``name`` under ``out`` (``mode``: ``append`` adds farm-day partitions to
     it); the schema it was written with."""
     keys = partition_keys(name, frame)
-    required = set(REQUIRED.get(name, ()))
-    frame = frame.select(
-        *[
-            _declared_required(field) if field.name in required else F.col(field.name)
-            for field in frame.schema.fields
-        ]
-    )
+    frame = declared(frame, name)
     if keys:
         frame = frame.repartition(*keys)  # one file per farm and day
     writer = frame.write.mode(mode).format(fmt)
@@ -80,6 +74,17 @@ def write_table(frame: DataFrame, out: str, name: str, fmt: str, mode: str = "ov
         writer = writer.partitionBy(*keys)
     writer.save(table_uri(out, name))
     return frame.schema
+
+
+def declared(frame: DataFrame, name: str) -> DataFrame:
+    """``frame`` with the table's required columns declared non-null (its schema is the table's)."""
+    required = set(REQUIRED.get(name, ()))
+    return frame.select(
+        *[
+            _declared_required(field) if field.name in required else F.col(field.name)
+            for field in frame.schema.fields
+        ]
+    )
 
 
 def _declared_required(field: StructField) -> Column:
