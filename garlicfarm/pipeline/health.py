@@ -23,22 +23,36 @@ def _percentiles(column: str, prefix: str) -> list[Column]:
     return [values[i].alias(f"{prefix}_p{round(p * 100)}") for i, p in enumerate(PERCENTILES)]
 
 
-def member_health(records: DataFrame, timeline: DataFrame, interval_ms: int | None) -> DataFrame:
-    """``records``: the valid records, copies included; ``timeline`` as in ``publisher_timeline``.
+COLUMNS = ("cluster", "id", "date", "index", "recorded", "uptime", "healthy", "tunnels", "bandwidth")
+
+
+def last_reports(records: DataFrame) -> DataFrame:
+    """Each member's last report among ``records`` (in the gaps' order: date, index, recorded): what
+    an incremental run's first recomputed day measures its first gap and restart against."""
+    last = F.max(F.struct("date", "index", "recorded", "uptime", "healthy", "tunnels", "bandwidth"))
+    return records.groupBy("cluster", "id").agg(last.alias("last")).select("cluster", "id", "last.*")
+
+
+def member_health(
+    records: DataFrame, timeline: DataFrame, interval_ms: int | None, carry: DataFrame | None = None
+) -> DataFrame:
+    """``records``: the valid records, copies included; ``timeline`` as in ``publisher_timeline``;
+    ``carry``: each member's report before the first of ``records`` (:func:`last_reports`), if
+    ``records`` are not the member's first: it counts in the first gap and restart, nowhere else.
 
     Every node archives every committed record, so a record may be there several times: ordered by
     date then index, a copy is a row whose date equals the previous row's (a zero gap), and the copy
     kept is the one with the lowest index. One sort serves both the de-duplication and the gaps.
     """
     member = Window.partitionBy("cluster", "id").orderBy("date", "index", "recorded")
+    rows = records.select(*COLUMNS).withColumn("carried", F.lit(False))
+    if carry is not None:
+        rows = rows.unionByName(carry.select(*COLUMNS).withColumn("carried", F.lit(True)))
     gaps = (
-        records.select(
-            "cluster", "id", "date", "index", "recorded", "uptime", "healthy", "tunnels", "bandwidth"
-        )
-        .withColumn("gap_ms", F.col("date") - F.lag("date").over(member))
+        rows.withColumn("gap_ms", F.col("date") - F.lag("date").over(member))
         # a copy has its original's uptime, so comparing with the previous row, copy or not, is right
         .withColumn("restart", F.col("uptime") < F.lag("uptime").over(member))
-        .where(F.col("gap_ms").isNull() | (F.col("gap_ms") > 0))
+        .where((F.col("gap_ms").isNull() | (F.col("gap_ms") > 0)) & ~F.col("carried"))
         .withColumn("day", F.to_date(F.timestamp_millis(F.col("date"))))
     )
     if interval_ms is None:

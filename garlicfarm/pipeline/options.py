@@ -27,6 +27,10 @@ class PipelineOptions:
     report_farms: int = 12
     #: the tables' format: parquet or csv (with a header line)
     format: str = "parquet"
+    #: where the incremental runs' checkpoints live; None: ``OUT/_checkpoints`` (local ``--out`` only)
+    checkpoints: str | None = None
+    #: replay every farm's whole history, whatever the checkpoints say
+    full: bool = False
 
 
 def parse_duration(text: str) -> int:
@@ -85,6 +89,19 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
         "and day alike",
     )
     parser.add_argument(
+        "--checkpoints",
+        metavar="DIR",
+        help="where each farm's replay is checkpointed at the end of each day, with the archive's "
+        "fingerprints, for incremental runs (default OUT/_checkpoints; local directories only)",
+    )
+    parser.add_argument(
+        "--full",
+        "--no-incremental",
+        action="store_true",
+        help="replay every farm's whole history and read the whole archive again, whatever the "
+        "checkpoints say (they are written anew)",
+    )
+    parser.add_argument(
         "--driver-memory",
         default="4g",
         metavar="SIZE",
@@ -110,6 +127,8 @@ def options_from(args: argparse.Namespace) -> PipelineOptions:
         interval_ms=parse_interval(args.interval),
         report_farms=args.report_farms,
         format=args.format,
+        checkpoints=args.checkpoints,
+        full=args.full,
     )
 
 

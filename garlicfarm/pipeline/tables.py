@@ -20,6 +20,8 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from garlicfarm.pipeline.files import FileReject
 
 TABLES = ("publisher_timeline", "destination_weights", "member_health", "rejects")
+#: the tables with a farm and a day, partitioned by them
+PARTITIONED = TABLES[:3]
 PARTITION_KEYS = ("cluster", "day")
 
 #: the rejects table: a bad line, or (``line_number`` null) a whole file and how much of it was read
@@ -53,30 +55,36 @@ def table_uri(out: str, name: str) -> str:
 
 
 def partition_keys(name: str, frame: DataFrame) -> list[str]:
-    if name == "rejects":
+    if "rejects" in name:  # also the incremental run's next one, written beside it
         return []
     return [key for key in PARTITION_KEYS if key in frame.columns]
 
 
-def write_table(frame: DataFrame, out: str, name: str, fmt: str) -> StructType:
-    """``frame`` as the table ``name`` under ``out``; the schema it was written with."""
+def write_table(frame: DataFrame, out: str, name: str, fmt: str, mode: str = "overwrite") -> StructType:
+    """``frame`` as the table ``name`` under ``out`` (``mode``: ``append`` adds farm-day partitions to
+    it); the schema it was written with."""
     keys = partition_keys(name, frame)
-    required = set(REQUIRED.get(name, ()))
-    frame = frame.select(
-        *[
-            _declared_required(field) if field.name in required else F.col(field.name)
-            for field in frame.schema.fields
-        ]
-    )
+    frame = declared(frame, name)
     if keys:
         frame = frame.repartition(*keys)  # one file per farm and day
-    writer = frame.write.mode("overwrite").format(fmt)
+    writer = frame.write.mode(mode).format(fmt)
     if fmt == "csv":
         writer = writer.option("header", "true")
     if keys:
         writer = writer.partitionBy(*keys)
     writer.save(table_uri(out, name))
     return frame.schema
+
+
+def declared(frame: DataFrame, name: str) -> DataFrame:
+    """``frame`` with the table's required columns declared non-null (its schema is the table's)."""
+    required = set(REQUIRED.get(name, ()))
+    return frame.select(
+        *[
+            _declared_required(field) if field.name in required else F.col(field.name)
+            for field in frame.schema.fields
+        ]
+    )
 
 
 def _declared_required(field: StructField) -> Column:
