@@ -23,7 +23,13 @@ from garlicfarm.pipeline.incremental import (
     write_atomically,
     write_manifest,
 )
-from garlicfarm.pipeline.replay import FarmReplay, _replay_checkpointed, _Segment, checkpoint_payload
+from garlicfarm.pipeline.replay import (
+    FarmReplay,
+    WindowState,
+    _replay_checkpointed,
+    _Segment,
+    checkpoint_payload,
+)
 from tests.app.records import record
 
 MINUTE = 60_000
@@ -51,16 +57,15 @@ def _split(rows: list[tuple[str, int, int, int, bytes, bool]]) -> list[object]:
 def test_a_replay_resumed_from_each_checkpoint_gives_the_same_windows() -> None:
     rows = _rows()
     whole = _split(rows)
-    windows = [w for w in whole if not isinstance(w, tuple)]
+    windows = [w for w in whole if isinstance(w, WindowState)]
     marks = [m for m in whole if isinstance(m, tuple)]
     assert [m[1] // DAY for m in marks] == [0, 1]  # a checkpoint as the log's time leaves each day
     for _, day_start, payload in marks:
         saved = json.loads(payload)
         cut = tuple(saved["cut"])
         after = [(*r[:5], r[1:4] <= cut) for r in rows]
-        resumed = [
-            w for w in _replay_checkpointed("f", (1, 2, 3), after, WINDOW, saved) if not isinstance(w, tuple)
-        ]
+        replayed = _replay_checkpointed("f", (1, 2, 3), after, WINDOW, saved)
+        resumed = [w for w in replayed if isinstance(w, WindowState)]
         # every window of the checkpoint's day and before came out before it; the rest after it
         assert all(w.window_start >= day_start + DAY for w in resumed)
         assert resumed == [w for w in windows if w.window_start >= day_start + DAY]
