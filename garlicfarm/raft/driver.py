@@ -400,12 +400,12 @@ class RaftDriver:
         self._guarded(self.core.step, request, handle)
         self._soon()
         if handle not in self._pending:
-            self._rearm()
+            self._rearm_unless_draining()
             return d  # answered at once (most peer requests)
         # Every request is answered or fails: nothing waits forever (a membership change may take
         # as long as a catch-up; the leader gives up on a join that stops making progress first).
         self._expire_after(handle, self.change_timeout if change else self.submit_timeout)
-        self._rearm()
+        self._rearm_unless_draining()
         return d
 
     def _check_snapshot(self, data: bytes) -> str | None:
@@ -622,6 +622,13 @@ class RaftDriver:
         else:
             self._timer = self.reactor.callLater(max(0.0, when - now), self._wake)
 
+    def _rearm_unless_draining(self) -> None:
+        """Re-arm the timer, unless a drain is due this reactor turn: it re-arms when it ends, so a
+        burst of requests read at once costs one computation of the next due tick, not one each."""
+        drain = self._drain
+        if drain is None or not drain.active():
+            self._rearm()
+
     def _next_deadline(self) -> float | None:
         """The earliest deadline of a request still waiting (None: none); a failure here stops the
         node loudly. Answered requests leave the front of their queues here (their deadlines would
@@ -644,7 +651,7 @@ class RaftDriver:
         self._catch_up()
         if self._guarded(self.core.step, response):
             self._soon()
-        self._rearm()
+        self._rearm_unless_draining()
 
     def _guarded(self, fn: Callable[..., object], *args: object) -> bool:
         """Run a step of the core; an exception is a bug that may have left it half-changed, so the
