@@ -14,7 +14,7 @@ echo "== mypy"
 mypy
 echo "== pytest"
 set +e
-pytest -q -p no:cacheprovider "$@"
+pytest -q -p no:cacheprovider --durations=20 "$@"
 status=$?
 set -e
 # pytest exits 5 when it collected nothing: that is a failure of the suite, not a pass.
