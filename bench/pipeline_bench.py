@@ -30,7 +30,6 @@ The figures (JSON) go to standard output, the progress and the comparison to sta
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -48,14 +47,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from bench.pipeline_compare import compare_outputs
 from bench.pipeline_duckdb import run_duckdb
-
-
-def _tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
-    """CPU seconds of ``root`` and its descendants so far, kept per process (the last reading)."""
-    for proc in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            times = proc.cpu_times()
-            seen[proc.pid] = times.user + times.system
+from bench.proctree import run_measured, tree_cpu
 
 
 class TreeCpu:
@@ -67,12 +59,12 @@ class TreeCpu:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._root = psutil.Process()
-        _tree_cpu(self._root, self.seen)
+        tree_cpu(self._root, self.seen)
         self.start = sum(self.seen.values())
 
     def _run(self) -> None:
         while not self._stop.wait(0.1):
-            _tree_cpu(self._root, self.seen)
+            tree_cpu(self._root, self.seen)
 
     def __enter__(self) -> TreeCpu:
         self._thread.start()
@@ -81,7 +73,7 @@ class TreeCpu:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        _tree_cpu(self._root, self.seen)
+        tree_cpu(self._root, self.seen)
 
     @property
     def seconds(self) -> float:
@@ -102,21 +94,7 @@ def run_spark(archive: Path, out: Path, master: str) -> dict[str, Any]:
         master,
     ]
     out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    cpu: dict[int, float] = {}
-    with (
-        (out / "pipeline.log").open("w") as err,
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True) as proc,
-    ):
-        # the JVM and the Python workers are descendants: read their CPU time until they end
-        root = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            _tree_cpu(root, cpu)
-            time.sleep(0.1)
-        stdout = proc.stdout.read() if proc.stdout else ""
-    seconds = time.monotonic() - started
-    if proc.returncode:
-        raise SystemExit(f"garlicfarm pipeline failed ({proc.returncode}): see {out / 'pipeline.log'}")
+    seconds, cpu_seconds, stdout = run_measured(command, out / "pipeline.log")
     tables = {
         name: pq.ParquetDataset(out / name).read(columns=[]).num_rows
         for name in ("publisher_timeline", "destination_weights", "member_health", "rejects")
@@ -126,7 +104,7 @@ def run_spark(archive: Path, out: Path, master: str) -> dict[str, Any]:
     stages = dict(re.findall(r"garlicfarm\.pipeline\.job: (.+?): done in ([0-9.]+) s", log))
     return {
         "total_s": seconds,
-        "cpu_s": sum(cpu.values()),
+        "cpu_s": cpu_seconds,
         "stages_s": {k: float(v) for k, v in stages.items()},
         "replay_tasks_s": tasks,
         "replay_longest_over_mean": max(tasks) / (sum(tasks) / len(tasks)) if tasks else None,

@@ -13,53 +13,31 @@ by row with the incremental run's.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
-
-def _tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
-    """CPU seconds of ``root`` and its descendants so far, kept per process (the last reading)."""
-    for proc in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            times = proc.cpu_times()
-            seen[proc.pid] = times.user + times.system
+from bench.proctree import run_measured
 
 
 def timed(command: list[str], log_path: Path) -> dict[str, Any]:
     """Run ``command``; its wall and CPU seconds, its stages' times (from its log), its summary."""
-    started = time.monotonic()
-    cpu: dict[int, float] = {}
-    with (
-        log_path.open("w") as err,
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True) as proc,
-    ):
-        root = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            _tree_cpu(root, cpu)
-            time.sleep(0.1)
-        stdout = proc.stdout.read() if proc.stdout else ""
-    seconds = time.monotonic() - started
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): see {log_path}")
+    seconds, cpu_seconds, stdout = run_measured(command, log_path)
     log = log_path.read_text()
     stages = dict(re.findall(r"garlicfarm\.pipeline\.job: (.+?): done in ([0-9.]+) s", log))
     job = re.search(r"pipeline done in ([0-9.]+) s", log)
     return {
         "command": " ".join(command),
         "wall_s": round(seconds, 1),
-        "cpu_s": round(sum(cpu.values()), 1),
+        "cpu_s": round(cpu_seconds, 1),
         # what is not the job: interpreter and imports, the JVM's start, the session, its stop
         "outside_job_s": round(seconds - float(job.group(1)), 1) if job else None,
         "stages_s": {name: float(t) for name, t in stages.items()},
