@@ -67,6 +67,12 @@ def _same_as_full(spark: Any, archive: Path, incremental: Path, tmp_path: Path) 
     assert expected["publisher_timeline"] and expected["member_health"]
 
 
+#: both farms, resumed from their checkpoints of the first day (the last run left the second open)
+FROM_THE_FIRST_DAY = [
+    f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02" for f in (0, 1)
+]
+
+
 def _replayed(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "replayed from" in r.getMessage()]
 
@@ -85,10 +91,7 @@ def test_a_day_added_is_replayed_alone_and_gives_the_full_runs_tables(
     _archive(source, archive, DAYS[2:])
     _run(spark, archive, out)
     # the last run ended with 2026-01-02 open: each farm goes on from its checkpoint of the day before
-    assert sorted(_replayed(caplog)) == [
-        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02"
-        for f in (0, 1)
-    ]
+    assert sorted(_replayed(caplog)) == FROM_THE_FIRST_DAY
     _same_as_full(spark, archive, out, tmp_path)
 
 
@@ -152,10 +155,7 @@ def test_a_corrupt_checkpoint_falls_back_to_the_one_before_with_a_warning(
     _run(spark, archive, out)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("farm-000: checkpoint" in w and "unusable" in w for w in warnings), warnings
-    assert sorted(_replayed(caplog)) == [
-        f"farm-00{f}: replayed from its checkpoint of 2026-01-01, member health from 2026-01-02"
-        for f in (0, 1)
-    ]
+    assert sorted(_replayed(caplog)) == FROM_THE_FIRST_DAY
     _same_as_full(spark, archive, out, tmp_path)
 
 
