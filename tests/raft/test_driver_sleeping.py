@@ -288,15 +288,21 @@ def test_a_reactor_always_late_by_ticks_still_elects_and_sends_heartbeats() -> N
     assert leaders[0].core.is_leader() and len(farm.record) > sent + 50
 
 
-def test_a_node_nothing_wakes_still_looks_at_its_clock_for_livez() -> None:
-    """A server outside the configuration never campaigns and hears nobody: its driver still looks at
-    the clock every MAX_SLEEP, so that /livez tells its turning reactor from a stuck one."""
+def _outsider() -> tuple[Clock, RaftCore, RaftDriver]:
+    """A started server 4 outside the configuration of 1, 2 and 3: it never campaigns, hears nobody."""
     clock = Clock()
     store = MemoryLogStore()
     others = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
     core = RaftCore(4, store.load(), random.Random(4), others, OPTIONS)
     driver = RaftDriver(core, store, clock, _Transport(Farm(0, True), 4), TICK)
     driver.start()
+    return clock, core, driver
+
+
+def test_a_node_nothing_wakes_still_looks_at_its_clock_for_livez() -> None:
+    """A server outside the configuration never campaigns and hears nobody: its driver still looks at
+    the clock every MAX_SLEEP, so that /livez tells its turning reactor from a stuck one."""
+    clock, core, driver = _outsider()
     assert core.ticks_until_due() is None
     for _ in range(40):
         clock.advance(0.25)
@@ -309,12 +315,7 @@ def test_a_node_nothing_wakes_still_looks_at_its_clock_for_livez() -> None:
 def test_a_failure_when_the_timer_wakes_stops_the_node_loudly() -> None:
     """The wake timer runs the core's ``ticks_until_due``: should it raise (a bug), the node stops and
     says why, instead of the timer dying with the node left silently asleep."""
-    clock = Clock()
-    store = MemoryLogStore()
-    others = Configuration(0, 0, tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in (1, 2, 3)))
-    core = RaftCore(4, store.load(), random.Random(4), others, OPTIONS)
-    driver = RaftDriver(core, store, clock, _Transport(Farm(0, True), 4), TICK)
-    driver.start()
+    clock, core, driver = _outsider()
 
     def broken() -> int | None:
         raise RuntimeError("a bug in the core")
