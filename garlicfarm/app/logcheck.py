@@ -21,7 +21,7 @@ from collections import deque
 import attrs
 
 from garlicfarm.app.schema import LogMark
-from garlicfarm.wire.codec import encode_entry
+from garlicfarm.wire.codec import ENTRY_HEAD, encode_entry
 from garlicfarm.wire.payloads import Application, LogEntry
 from garlicfarm.wire.types import ValueType
 
@@ -32,7 +32,7 @@ GENESIS = bytes(32)
 DIGESTS_KEPT = 1024
 #: an entry's index, then its wire header (term, value type, length): what encode_entry writes before
 #: the value, packed at once for the application's entries (every node hashes every entry it applies)
-_INDEX_AND_HEAD = struct.Struct(">QQBI")
+_INDEX_AND_HEAD = struct.Struct(">Q" + ENTRY_HEAD.format.removeprefix(">"))
 _APPLICATION = int(ValueType.APPLICATION)
 
 

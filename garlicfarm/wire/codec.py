@@ -49,7 +49,8 @@ from garlicfarm.wire.types import (
 
 _HEADER = struct.Struct(">BIIQQQQI")
 _RESPONSE = struct.Struct(">BIIQQB")
-_ENTRY = struct.Struct(">QBI")
+#: a log entry's header on the wire: term, value type, value length (the value follows)
+ENTRY_HEAD = struct.Struct(">QBI")
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 _TWO_U32 = struct.Struct(">II")
@@ -60,7 +61,7 @@ _LOG_RECORD_HEAD = struct.Struct(">QB")  # LogPack record: term valueType (no si
 
 assert _HEADER.size == REQUEST_HEADER_SIZE
 assert _RESPONSE.size == RESPONSE_SIZE
-assert _ENTRY.size == ENTRY_HEADER_SIZE
+assert ENTRY_HEAD.size == ENTRY_HEADER_SIZE
 
 Buffer = bytes | bytearray | memoryview
 
@@ -257,7 +258,7 @@ def _decode_entries(buf: Buffer, start: int, end: int, limits: Limits, base: int
             )
         if len(entries) >= limits.max_entries:
             raise LimitExceeded(f"more than {limits.max_entries} log entries", base + pos)
-        term, value_type, size = _ENTRY.unpack_from(buf, pos)
+        term, value_type, size = ENTRY_HEAD.unpack_from(buf, pos)
         if term > MAX_LONG:
             _check_range([("log entry term", term, pos, "long")], base)
         value_start = pos + ENTRY_HEADER_SIZE
@@ -517,7 +518,7 @@ def _check_encodable_entries(message: Request) -> None:
 
 def encode_entry(entry: LogEntry) -> bytes:
     value = encode_value(entry.value)
-    return _ENTRY.pack(entry.term, entry.value_type, len(value)) + value
+    return ENTRY_HEAD.pack(entry.term, entry.value_type, len(value)) + value
 
 
 def encode_value(value: Payload) -> bytes:
