@@ -200,11 +200,8 @@ def run_pipeline(
     try:
         new = _read_changed(spark, options, listing, run, staged)
         manifest = run.next_manifest(new)
-        counts = {
-            True: sum(f.rows for p in manifest.partitions.values() for f in p.farms.values()),
-            False: sum(p.lines for p in manifest.partitions.values())
-            - sum(f.rows for p in manifest.partitions.values() for f in p.farms.values()),
-        }
+        valid_rows = sum(f.rows for p in manifest.partitions.values() for f in p.farms.values())
+        counts = {True: valid_rows, False: sum(p.lines for p in manifest.partitions.values()) - valid_rows}
         farms = run.farm_plans(manifest, ckdir)
         log.info(
             "%d valid status records from %d farms, %d rejected lines; "
