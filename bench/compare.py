@@ -109,6 +109,7 @@ def main() -> None:
         ours_nofsync = run(
             "bench.farm_bench",
             *("--nodes", nodes, "--seconds", seconds, "--window", "1000", "--no-fsync", "--client", "lean"),
+            *("--submitters", "1000"),
         )
         ours_full = run(
             "bench.farm_bench",
@@ -151,6 +152,15 @@ def main() -> None:
                 ours["several_connections"].get("cpu_us_per_entry"),
             ),
             cpu_row(f"{n} garlicfarm, TLS, fsync on, client library", coalesced.get("cpu_us_per_entry")),
+            # what fsync costs, apart: PySyncObj's journal is never fsynced
+            cpu_row(
+                f"{n} garlicfarm, TLS, fsync off, lean client",
+                ours_nofsync.get("cpu_us_per_entry_under_load"),
+            ),
+            cpu_row(
+                f"{n} garlicfarm, TLS, fsync off, client library",
+                ours_nofsync["client_library"].get("cpu_us_per_entry"),
+            ),
             cpu_row(f"{n} PySyncObj (submitted in the leader)", theirs["throughput"].get("cpu_us_per_entry")),
         ]
         print("\n".join(lines), flush=True)

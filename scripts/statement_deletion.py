@@ -287,8 +287,10 @@ def main() -> int:
     for module in args.modules:
         source_lines = (REPO / module).read_text().splitlines()
         for stmt in statements(REPO / module):
+            # fastest first: with -x a killed mutant costs its quickest failing test, not the whole set
             tests = sorted(
-                {t for line in range(stmt["line"], stmt["end"] + 1) for t in covered[module].get(line, [])}
+                {t for line in range(stmt["line"], stmt["end"] + 1) for t in covered[module].get(line, [])},
+                key=lambda t: (took.get(t, 0.5), t),
             )
             timeout = TIMEOUT_FLOOR + TIMEOUT_FACTOR * sum(took.get(t, 0.5) for t in tests)
             source = source_lines[stmt["line"] - 1].strip()[:100]

@@ -8,13 +8,14 @@ job and every earlier one ended: the driver's safety argument rests on that orde
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from queue import SimpleQueue
 from typing import Any, Protocol
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IReactorCore, IReactorFromThreads
-from twisted.internet.threads import deferToThreadPool
-from twisted.python.threadpool import ThreadPool
+from twisted.python.failure import Failure
 
 Job = Callable[[], None]
 
@@ -48,12 +49,18 @@ class ThreadWriter:
     left: Twisted's TLS encrypts a turn's writes at the start of the next turn, and the socket sends
     them in that turn's I/O. The thread takes the interpreter's lock whenever the reactor lets it go
     (at every system call), so a job handed over at once held back the AppendEntries written beside
-    it (0.15 ms of an unloaded commit's 1.7, measured: docs/benchmarks.md)."""
+    it (0.15 ms of an unloaded commit's 1.7, measured: docs/benchmarks.md).
+
+    The jobs of a turn cross to the thread as one batch and their results come back in one reactor
+    call: a plain thread and a ``SimpleQueue`` rather than Twisted's thread pool, whose context
+    tracking and worker coordination cost a loaded follower about a sixth of its CPU (one hand-over
+    per AppendEntries; docs/benchmarks.md)."""
 
     def __init__(self, reactor: Any, name: str = "garlicfarm-log-writer") -> None:
         self._reactor = reactor
-        # One thread: a pool of one runs its queue first in, first out.
-        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
+        self._name = name
+        self._thread: threading.Thread | None = None
+        self._queue: SimpleQueue[list[tuple[Job, Deferred[None]]] | None] = SimpleQueue()
         self._stopped = False
         #: jobs given this turn, in order, with the Deferreds handed out for them
         self._waiting: list[tuple[Job, Deferred[None]]] = []
@@ -66,8 +73,15 @@ class ThreadWriter:
     def write(self, job: Job) -> Deferred[None]:
         if self._stopped:
             return fail(RuntimeError("the log writer was stopped"))
-        if not self._pool.started:  # started with the first write: a node never run holds no thread
-            self._pool.start()
+        if self._thread is None:  # started with the first write: a node never run holds no thread
+            # a daemon: a process that ends without the reactor's shutdown is not held by it (what was not
+            # yet written was not acknowledged either)
+            thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had: the driver stops the node and says why
+                return fail()
+            self._thread = thread
             # the thread must not outlive the reactor (it would keep the process alive)
             self._reactor.addSystemEventTrigger("during", "shutdown", self.stop)
         done: Deferred[None] = Deferred()
@@ -77,20 +91,37 @@ class ThreadWriter:
         return done
 
     def _hand_over(self) -> None:
-        """From a reactor timer: a job that cannot be handed over fails (the driver stops the node
-        and says why) rather than raise into the reactor and leave its Deferred waiting forever."""
         waiting, self._waiting = self._waiting, []
-        for job, done in waiting:
-            try:
-                handed = deferToThreadPool(self._reactor, self._pool, job)
-            except Exception:
-                done.errback()
-            else:
-                handed.chainDeferred(done)
+        if waiting:
+            self._queue.put(waiting)
+
+    def _work(self) -> None:
+        """The writer's thread: each batch's jobs in order, a job's failure its own (the ones after
+        it still run, as the driver expects of any writer); the outcomes go back in one call."""
+        while (batch := self._queue.get()) is not None:
+            outcomes: list[Failure | None] = []
+            for job, _ in batch:
+                try:
+                    job()
+                except BaseException:
+                    outcomes.append(Failure())
+                else:
+                    outcomes.append(None)
+            self._reactor.callFromThread(_fire, batch, outcomes)
 
     def stop(self) -> None:
+        """Finishes the jobs already given (the thread is joined), then refuses more."""
         self._stopped = True
         self._hand_over()
-        # ThreadPool.stop lets the worker finish what is queued, then joins it.
-        if self._pool.started:
-            self._pool.stop()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+
+
+def _fire(batch: list[tuple[Job, Deferred[None]]], outcomes: list[Failure | None]) -> None:
+    """In the reactor: each job's Deferred, in order."""
+    for (_, done), outcome in zip(batch, outcomes, strict=True):
+        if outcome is None:
+            done.callback(None)
+        else:
+            done.errback(outcome)

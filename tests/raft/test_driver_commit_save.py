@@ -4,10 +4,12 @@ reactor turn that gave them left (two turns on)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import pytest
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.python.failure import Failure
@@ -176,17 +178,33 @@ def test_a_kept_commit_index_that_cannot_be_saved_stops_the_node_and_says_why() 
     assert leader.stopped_by is not None and leader.stopped_by.check(StorageError)
 
 
-def test_a_job_the_thread_cannot_take_fails_its_deferred() -> None:
+def test_a_writer_whose_thread_cannot_start_fails_the_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    writer = ThreadWriter(TurnReactor())
+    failures: list[Failure] = []
+    writer.write(lambda: None).addErrback(failures.append)  # no exception into the driver
+    assert failures and failures[0].check(RuntimeError)
+
+
+def test_a_failed_job_fails_its_own_deferred_and_the_later_ones_still_run() -> None:
     reactor = TurnReactor()
     writer = ThreadWriter(reactor)
-    failures: list[Failure] = []
-    writer.write(lambda: None).addErrback(failures.append)
-    writer._pool.stop()  # a pool that refuses work from now on
+    ran: list[str] = []
+    outcomes: list[object] = []
 
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("no thread")
+    def broken() -> None:
+        raise OSError("disk full")
 
-    writer._pool.callInThreadWithCallback = refuse  # type: ignore[method-assign]
+    for job in (partial(ran.append, "a"), broken, partial(ran.append, "c")):
+        writer.write(job).addBoth(outcomes.append)
     reactor.clock.advance(0)
-    reactor.clock.advance(0)  # the hand-over: no exception into the reactor
-    assert failures and failures[0].check(RuntimeError)
+    reactor.clock.advance(0)
+    writer.stop()
+    assert ran == ["a", "c"]
+    for f, args in reactor.from_threads:
+        f(*args)
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], Failure) and outcomes[1].check(OSError)
