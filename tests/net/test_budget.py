@@ -76,6 +76,60 @@ def test_the_buffer_budget_refuses_growth_past_its_limit() -> None:
     assert budget.update(first, 0) and budget.total == 0
 
 
+def test_the_buffer_budget_at_its_limit_and_one_past_it() -> None:
+    budget = BufferBudget(100)
+    holder = object()
+    assert budget.update(holder, 100)  # exactly the limit: taken
+    assert budget.held(holder) == 100
+    assert not budget.update(holder, 101)  # one past it: refused, nothing recorded
+    assert budget.held(holder) == 100 and budget.total == 100
+
+
+def test_a_report_that_does_not_grow_is_never_refused() -> None:
+    """Even over the limit (lowered while connections held more): dropping a connection that holds
+    steady would not bring the total back under it any sooner than its next message does."""
+    budget = BufferBudget(100)
+    holder = object()
+    assert budget.update(holder, 80)
+    budget.limit = 50
+    assert budget.update(holder, 80)
+    assert budget.update(holder, 60) and budget.total == 60
+
+
+def test_a_holder_that_reports_nothing_held_is_forgotten() -> None:
+    budget = BufferBudget(100)
+    first, second = object(), object()
+    assert budget.update(first, 30) and budget.update(second, 20)
+    assert budget.held(first) == 30 and budget.held(second) == 20
+    assert budget.update(first, 0)
+    assert budget.held(first) == 0 and budget.total == 20
+    budget.release(first)  # released again when its connection ends: nothing counted twice
+    assert budget.total == 20
+
+
+class _NoAbort:
+    """A transport without abortConnection (not every transport has one)."""
+
+    disconnecting = False
+
+    def loseConnection(self) -> None:
+        self.disconnecting = True
+
+
+def test_close_at_once_loses_a_transport_that_cannot_abort() -> None:
+    transport = _NoAbort()
+    protocol = CloseAtOnce()
+    protocol.transport = transport  # type: ignore[assignment]
+    protocol.connectionMade()
+    assert transport.disconnecting
+
+
+def test_inbound_connections_offer_http_1_1_by_alpn() -> None:
+    """The handshake is an HTTP/1.1 upgrade: the ALPN identifier is IANA's ``http/1.1``, exactly
+    (identifiers are compared byte for byte, RFC 7301 §3.1)."""
+    assert InboundFactory.acceptableProtocols(None) == [b"http/1.1"]  # type: ignore[arg-type]
+
+
 def test_close_at_once_aborts_its_transport() -> None:
     transport = StringTransport()
     CloseAtOnce().makeConnection(transport)

@@ -83,6 +83,44 @@ def test_the_name_in_a_certificate_file(tmp_path: Path) -> None:
     assert certificate_file_name(tmp_path / "f" / "node-2.toml") is None  # not PEM
 
 
+def _certificate_without_common_name() -> bytes:
+    """A self-signed certificate whose subject names an organisation only (no CN)."""
+    import datetime
+
+    from cryptography import x509 as cx509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = cx509.Name([cx509.NameAttribute(NameOID.ORGANIZATION_NAME, "no common name")])
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    certificate = (
+        cx509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def test_a_certificate_without_a_common_name_names_nothing(tmp_path: Path) -> None:
+    pem = _certificate_without_common_name()
+    (tmp_path / "no-cn.pem").write_bytes(pem)
+    assert certificate_file_name(tmp_path / "no-cn.pem") is None
+    x509 = crypto.load_certificate(crypto.FILETYPE_PEM, pem)
+
+    class Transport:
+        def getPeerCertificate(self) -> crypto.X509:
+            return x509
+
+    assert certificate_name(Transport()) is None  # bound to no server
+
+
 @pytest.mark.parametrize(("node", "warned"), [(1, False), (2, True)])
 def test_a_member_whose_certificate_names_another_is_told(tmp_path: Path, node: int, warned: bool) -> None:
     create_farm(FarmSpec(tmp_path, 2, base_port=21960), force=True)
