@@ -319,6 +319,19 @@ def test_actions_refuse_cross_site_fetches(site: AdminSite) -> None:
 def test_actions_need_a_json_content_type(site: AdminSite) -> None:
     response = Browser(site).post("/api/farms/farm/exclude", {"destination": "x"}, content_type="text/plain")
     assert response.status == 403
+    assert "Content-Type: application/json" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=utf-8", "Application/JSON ;charset=UTF-8"]
+)
+def test_a_json_content_type_with_parameters_is_json(site: AdminSite, content_type: str) -> None:
+    """A media type's parameters (RFC 9110 §8.3.1) and its case do not make it another type."""
+    browser = Browser(site)
+    response = browser.post(
+        "/api/farms/farm/exclude", {"destination": "farm-leaf-1"}, content_type=content_type
+    )
+    assert response.status == 200, response.body
 
 
 # ------------------------------------------------------------------------------------------ bad input

@@ -80,3 +80,47 @@ def test_a_csrf_token_lives_to_the_end_of_the_next_window_and_comes_from_no_late
     now[0] = 400.0  # window 4: two windows on
     assert tokens.check("farm", token) == "expired"
     assert tokens.check("someone else", token) == "wrong"
+
+
+def test_without_a_host_no_origin_is_taken_for_the_consoles_own() -> None:
+    """With no Host header the console has no origin of its own: not even the one a missing host
+    would spell (``http://None``)."""
+    for origin in ("http://none", "http://None", "http://"):
+        assert origin_refusal(origin, None, "http", None, ()) is not None
+
+
+@pytest.mark.parametrize(("digits", "verdict"), [(20, "valid"), (21, "wrong")])
+def test_a_token_number_of_20_digits_is_read_and_one_of_21_is_not(digits: int, verdict: str) -> None:
+    """The window number is capped before ``int()`` reads it (a long digit string costs time, and past
+    4,300 digits ``int()`` raises): a clock far on shows the cap is at 20 digits, not 19 or 21."""
+    window = 10 ** (digits - 1)
+    tokens = CsrfTokens(b"k" * 32, lambda: window * 100.0, window=100.0)
+    token = tokens.token_for("farm")
+    assert len(token.partition(".")[0]) == digits
+    assert tokens.check("farm", token) == verdict
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "2.\ud800",  # a lone surrogate (a JSON string may carry one): no exception, no match
+        "2.abc\udfff",
+        "",
+        ".",
+        "2",
+        "x2.abc",
+        "2.abc.def",
+        "9" * 5000 + ".abc",
+    ],
+)
+def test_a_malformed_token_is_wrong_and_raises_nothing(token: str) -> None:
+    tokens = CsrfTokens(b"k" * 32, lambda: 250.0, window=100.0)
+    assert tokens.check("farm", token) == "wrong"
+    assert not tokens.valid("farm", token)
+
+
+def test_valid_says_what_check_says() -> None:
+    tokens = CsrfTokens(b"k" * 32, lambda: 250.0, window=100.0)
+    token = tokens.token_for("farm")
+    assert tokens.valid("farm", token)
+    assert not tokens.valid("other", token) and not tokens.valid("farm", None)
