@@ -497,3 +497,39 @@ def test_endpoint_names_the_proxy_from_twisted_tcp_endpoints() -> None:
     reactor.advance(30)
     assert "HTTP proxy 127.0.0.1:4444 for CONNECT" in str(failure_of(d, ProxyTimeout))
     assert repr(ep) == "<HTTPConnectEndpoint xyz.b32.i2p:0 via 127.0.0.1:4444>"
+
+
+# -- bounds and details ----------------------------------------------------------------------------
+
+
+def test_port_65535_and_a_short_timeout_are_taken_65536_is_not() -> None:
+    HTTPConnectEndpoint(ScriptedProxy(), TARGET, 65535, timeout=0.5, reactor=Clock())
+    with pytest.raises(ValueError, match="HTTPConnectEndpoint"):
+        HTTPConnectEndpoint(ScriptedProxy(), TARGET, 65536, reactor=Clock())
+
+
+def test_an_informational_reply_and_the_answer_in_one_read() -> None:
+    proxy, _, d = connect()
+    proxy.reply(b"HTTP/1.1 100 Continue\r\n\r\n" + OK + b"x")
+    assert result_of(d).data == b"x"
+
+
+def test_a_reason_phrase_that_is_not_ascii_is_reported_not_raised() -> None:
+    proxy, _, d = connect()
+    proxy.reply(b"HTTP/1.1 403 F\xc3\xb6rbidden\r\nContent-Length: 0\r\n\r\n")
+    error = failure_of(d, ProxyRefused)
+    assert isinstance(error, ProxyRefused) and error.reason == "F\ufffd\ufffdrbidden"
+
+
+def test_what_a_broken_proxy_said_is_cut_at_200_characters() -> None:
+    lengths = set()
+    for pad in range(120, 220):  # each x one more character of h11's account: every length passes by
+        proxy, _, d = connect()
+        proxy.reply(b"HTTP/1.1 2OO " + b"x" * pad + b"\r\n\r\n")
+        error = failure_of(d, ProxyProtocolError)
+        what = str(error).split("that is not HTTP: ", 1)[1]
+        assert (len(what) <= 200) if not what.endswith("...") else (len(what) == 203)
+        lengths.add(len(what))
+        assert isinstance(error, ProxyError) and error.proxy == "127.0.0.1:4444"
+        assert error.target == "xyz.b32.i2p:0"
+    assert {199, 200, 203} <= lengths  # both sides of the cut were seen
