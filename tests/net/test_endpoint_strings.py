@@ -228,3 +228,50 @@ def test_a_port_of_65535_is_accepted_and_65536_refused(key: str) -> None:
     assert isinstance(endpoint, HTTPConnectEndpoint)
     with pytest.raises(ValueError, match=rf"i2p: {key}='65536' is not a port number \(0-65535\)"):
         clientFromString(MemoryReactorClock(), f"i2p:host=a.i2p:{key}=65536")
+
+
+@pytest.mark.parametrize(
+    ("content", "password"),
+    [
+        ("pässwort\r\n", "pässwort"),  # UTF-8 whatever the locale; a Windows editor's line end
+        ("pw  \n", "pw  "),  # spaces are the password's own
+    ],
+)
+def test_a_password_file_is_utf_8_and_loses_only_its_line_end(
+    tmp_path: Path, content: str, password: str
+) -> None:
+    import base64
+
+    secret = tmp_path / "pw"
+    secret.write_bytes(content.encode("utf-8"))
+    endpoint, reactor = parse(f"i2p:host=a.i2p:proxyUser=u:proxyPasswordFile={secret}")
+    _, _, sent = dial(endpoint, reactor)
+    token = base64.b64encode(f"u:{password}".encode()).decode()
+    assert f"\r\nProxy-Authorization: Basic {token}\r\n".encode() in sent
+
+
+@pytest.mark.parametrize("content", ["one\rtwo", "\r\n", ""])
+def test_a_password_file_with_a_carriage_return_inside_or_nothing_is_refused(
+    tmp_path: Path, content: str
+) -> None:
+    secret = tmp_path / "pw"
+    secret.write_bytes(content.encode())
+    with pytest.raises(ValueError, match="must hold one non-empty line"):
+        clientFromString(MemoryReactorClock(), f"i2p:host=a.i2p:proxyUser=a:proxyPasswordFile={secret}")
+
+
+@pytest.mark.parametrize(("timeout", "taken"), [("0.5", True), ("1", True), ("0", False), ("x", False)])
+def test_a_timeout_is_any_positive_number_of_seconds(timeout: str, taken: bool) -> None:
+    description = f"i2p:host=a.i2p:timeout={timeout}"
+    if taken:
+        clientFromString(MemoryReactorClock(), description)
+    else:
+        with pytest.raises(ValueError, match="is not a positive number of seconds"):
+            clientFromString(MemoryReactorClock(), description)
+
+
+def test_a_reactor_without_time_is_refused_by_name() -> None:
+    from twisted.internet.testing import MemoryReactor
+
+    with pytest.raises(TypeError, match="the reactor must provide IReactorTCP and IReactorTime"):
+        clientFromString(MemoryReactor(), "i2p:host=a.i2p")
