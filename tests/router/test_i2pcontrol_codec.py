@@ -155,3 +155,50 @@ def test_router_info_request_fits_i2pd_buffer() -> None:
     # i2pd reads a request (HTTP headers included) into a 1024-byte buffer: stay well below.
     body = codec.encode_request(10**9, "RouterInfo", dict.fromkeys(codec.ROUTER_INFO_KEYS), "t" * 64)
     assert len(body) < 600
+
+
+# -- bounds: each table's first and last i2pd version, codes outside a table -----------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "code", "name"),
+    [
+        ("2.43.0", 3, "ERROR"),  # the last version of the old table
+        ("2.44.0", 3, "UNKNOWN"),  # the first of the 2.44 table
+        ("2.46.1", 1, "TESTING"),  # its last
+        ("2.47.0", 1, "FIREWALLED"),  # the first of the new one
+        ("2.48.0", 5, "STAN"),
+        ("2.47.0.9", 1, "FIREWALLED"),  # a fourth part does not count
+        ("2.43.0.99", 3, "ERROR"),
+        (None, 3, "ERROR"),  # no version: the oldest table
+        ("2.47", 1, "FIREWALLED"),  # two parts only: still the first version of its table
+        ("2.44", 3, "UNKNOWN"),
+    ],
+)
+def test_each_i2pd_table_from_its_first_version(version: str | None, code: int, name: str) -> None:
+    assert codec.net_status_name(code, i2pd=True, version=version) == name
+
+
+def test_a_missing_or_garbled_status_code_is_unknown() -> None:
+    for value in (None, "x", True, 1e400):
+        assert codec.router_status({codec.NET_STATUS: value}).net_status == "UNKNOWN_-1"
+    assert codec.router_status({}).net_status == "UNKNOWN"
+
+
+def test_an_error_without_a_code_or_message_is_still_an_error() -> None:
+    with pytest.raises(I2PControlError) as raised:
+        codec.decode_response("RouterInfo", b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":7}}')
+    assert raised.value.code == 0 and raised.value.error_message == "(no message)"
+    assert raised.value.method == "RouterInfo"
+
+
+def test_an_answer_that_is_not_json_is_quoted_up_to_120_bytes() -> None:
+    body = b"<" + b"h" * 200
+    with pytest.raises(RouterUnavailable) as raised:
+        codec.decode_response("RouterInfo", body)
+    assert f"{'<' + 'h' * 119!r}" in str(raised.value)
+    assert "h" * 120 not in str(raised.value)
+
+
+def test_a_request_is_compact_json() -> None:
+    assert b" " not in codec.encode_request(1, "RouterInfo", {"i2p.router.version": None, "Token": "t"})
