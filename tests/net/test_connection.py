@@ -6,7 +6,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.test.iosim import FakeTransport, IOPump, connect
@@ -295,3 +297,38 @@ def test_a_request_on_a_lost_connection_fails_at_once() -> None:
     link.client.request(AppendEntriesRequest(1, 2, 5, 0, 0, 0), timeout=1).addErrback(record(errors, "type"))
     assert errors == [ConnectionClosed]
     clock.advance(2)  # and no timer is left to abort a transport that is gone
+
+
+def closed(transport: FakeTransport) -> bool:
+    return bool(transport.disconnecting or transport.disconnected)
+
+
+def test_a_server_that_never_answers_the_upgrade_is_dropped_in_time() -> None:
+    clock = Clock()
+    lost: list[str] = []
+    client = ClientConnection(
+        clock, CLIENT, ChallengeCache(), LIMITS, on_lost=lambda _c, why: lost.append(why)
+    )
+    transport = FakeTransport(client, isServer=False)
+    client.makeConnection(transport)
+    clock.advance(LIMITS.handshake_timeout - 0.1)
+    assert not closed(transport)
+    clock.advance(0.2)
+    assert closed(transport)
+    client.connectionLost(Failure(ConnectionDone()))
+    assert lost and "handshake timed out" in lost[0]
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        (AppendEntriesResponse(2, 1, 5, 1, True), "unexpected AppendEntriesResponse"),  # nothing asked
+        (RequestVoteRequest(2, 1, 5, 0, 0, 0), "unexpected RequestVoteRequest"),  # a request to a client
+    ],
+)
+def test_a_message_the_client_did_not_ask_for_drops_the_link(message: Any, why: str) -> None:
+    link = connected(Clock(), Handler())
+    link.server_transport.write(encode(message))
+    link.pump.flush()
+    assert link.client_transport.disconnecting or link.client_transport.disconnected
+    assert link.lost and why in link.lost[-1]

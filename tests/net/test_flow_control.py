@@ -83,3 +83,18 @@ def test_a_lost_connection_gives_the_bytes_back() -> None:
     link.client_transport.loseConnection()
     link.pump.flush()
     assert link.client.unanswered_bytes == 0 and failed
+
+
+def test_the_cap_at_exactly_its_bytes_and_one_past_it() -> None:
+    handler = Handler()
+    handler.auto = False
+    link = flow_link(Clock(), handler)
+    size = len(encode(request(1_000)))
+    link.client.limits = attrs.evolve(LIMITS, max_unanswered_bytes=2 * size)
+    refused: list[Failure] = []
+    link.client.request(request(1_000)).addErrback(refused.append)
+    link.client.request(request(1_000)).addErrback(refused.append)  # exactly at the cap: taken
+    link.pump.flush()
+    assert refused == [] and link.client.unanswered_bytes == 2 * size
+    link.client.request(request(0)).addErrback(refused.append)  # any byte past it: refused
+    assert len(refused) == 1 and refused[0].check(Backpressure)
