@@ -1,0 +1,97 @@
+"""What PeerConnections dials with: each peer link a flow-controlled ClientConnection with the node's
+limits, the shared challenge cache and the peer's own configuration; a link that comes up is used
+and announced, one that goes is forgotten (garlicfarm.net.peers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IProtocolFactory, IStreamClientEndpoint
+from twisted.internet.task import Clock
+from zope.interface import implementer
+
+from garlicfarm.handshake import Upgraded
+from garlicfarm.net.connection import ClientConnection, ConnectionLimits
+from garlicfarm.net.peers import PeerConnections
+from garlicfarm.wire import RequestVoteRequest
+from tests.handshake.helpers import client_config
+
+ADDRESS = "tcp://127.0.0.1:28001"
+LIMITS = ConnectionLimits(handshake_timeout=5, idle_timeout=60, max_pipelined=8, response_timeout=20)
+
+
+@implementer(IStreamClientEndpoint)
+class Dialled:
+    """An endpoint that records the factory it is asked to connect and never connects."""
+
+    def __init__(self) -> None:
+        self.factories: list[IProtocolFactory] = []
+
+    def connect(self, factory: IProtocolFactory) -> Deferred[Any]:
+        self.factories.append(factory)
+        return Deferred()
+
+
+def peers_dialling() -> tuple[PeerConnections, Dialled, list[str], list[tuple[int, frozenset[str]]]]:
+    endpoint = Dialled()
+    asked: list[str] = []
+    announced: list[tuple[int, frozenset[str]]] = []
+
+    def config_for(address: str) -> Any:
+        asked.append(address)
+        return client_config()
+
+    peers = PeerConnections(
+        Clock(),
+        lambda _address: endpoint,
+        config_for,
+        LIMITS,
+        directory=lambda _id: ADDRESS,
+        on_features=lambda peer, features: announced.append((peer, features)),
+    )
+    return peers, endpoint, asked, announced
+
+
+def link(peers: PeerConnections, endpoint: Dialled) -> ClientConnection:
+    peers.send(2, RequestVoteRequest(1, 2, 5, 0, 0, 0))  # not connected yet: it starts dialling
+    return built(endpoint)
+
+
+def built(endpoint: Dialled) -> ClientConnection:
+    """The protocol the dialled factory makes (ClientService wraps it in a proxy of its own)."""
+    proxy = endpoint.factories[0].buildProtocol(None)  # type: ignore[arg-type]
+    protocol = getattr(proxy, "_protocol", proxy)
+    assert isinstance(protocol, ClientConnection)
+    return protocol
+
+
+def test_a_peer_link_is_flow_controlled_with_the_nodes_limits_and_shared_cache() -> None:
+    peers, endpoint, asked, _ = peers_dialling()
+    connection = link(peers, endpoint)
+    assert connection.flow_control is True  # a peer that stops reading costs a bounded amount
+    assert connection.limits is LIMITS and connection._cache is peers.cache
+    assert connection.reactor is peers.reactor
+    assert asked == [ADDRESS] and connection.config == client_config()
+
+
+def test_a_link_that_comes_up_is_used_and_its_features_announced() -> None:
+    peers, endpoint, _, announced = peers_dialling()
+    connection = link(peers, endpoint)
+    connection.upgraded = Upgraded((("garlicfarm-features", "pre-vote, transfer"),), b"")
+    connection._on_ready(connection)
+    assert peers.connected() == {2: True}
+    assert announced == [(2, frozenset({"pre-vote", "transfer"}))]
+    connection._on_lost(connection, "gone")
+    assert peers.connected() == {2: False}
+    assert peers._peers[2].last_failure == "gone"
+
+
+def test_a_stale_links_loss_does_not_drop_the_live_one() -> None:
+    peers, endpoint, _, _ = peers_dialling()
+    first = link(peers, endpoint)
+    second = built(endpoint)
+    first._on_ready(first)
+    second._on_ready(second)  # a reconnection: the newer link is the peer's
+    first._on_lost(first, "the old one went")
+    assert peers.connected() == {2: True} and peers._peers[2].connection is second
