@@ -52,9 +52,8 @@ class ThreadWriter:
     it (0.15 ms of an unloaded commit's 1.7, measured: docs/benchmarks.md).
 
     The jobs of a turn cross to the thread as one batch and their results come back in one reactor
-    call: a plain thread and a ``SimpleQueue`` rather than Twisted's thread pool, whose context
-    tracking and worker coordination cost a loaded follower about a sixth of its CPU (one hand-over
-    per AppendEntries; docs/benchmarks.md)."""
+    call: a plain thread and a ``SimpleQueue`` rather than Twisted's thread pool, which paid a
+    context, a worker hand-off and a reactor wake-up for every write of a loaded leader."""
 
     def __init__(self, reactor: Any, name: str = "garlicfarm-log-writer") -> None:
         self._reactor = reactor
