@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 from twisted.internet.protocol import Factory, Protocol
-from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.internet.testing import MemoryReactorClock
 from txtorcon import TorClientEndpoint  # type: ignore[import-untyped]
 
 from garlicfarm.config import ConfigError, TLSConfig
 from garlicfarm.farminit import FarmSpec, create_farm
 from garlicfarm.net.endpoints import Address, client_endpoint, parse_endpoint
 from garlicfarm.net.httpproxy import HTTPConnectEndpoint
+from tests.net.test_endpoint_strings import dial
 
 B32 = "abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst.b32.i2p"
 ONION = "a" * 56 + ".onion"
@@ -50,14 +51,9 @@ def test_i2p_goes_through_the_routers_http_proxy(uri: str, connect: str) -> None
     reactor = MemoryReactorClock()
     endpoint = client_endpoint(reactor, uri, None, trusted=False)
     assert isinstance(endpoint, HTTPConnectEndpoint)
-    endpoint.connect(Factory.forProtocol(Protocol)).addErrback(lambda _: None)
-    host, port, factory, _, _ = reactor.tcpClients[-1]
+    host, port, sent = dial(endpoint, reactor)
     assert (host, port) == ("127.0.0.1", 4444)
-    transport = StringTransport()
-    protocol = factory.buildProtocol(None)
-    assert protocol is not None
-    protocol.makeConnection(transport)
-    assert transport.value().startswith(f"CONNECT {connect} HTTP/1.1\r\n".encode())
+    assert sent.startswith(f"CONNECT {connect} HTTP/1.1\r\n".encode())
 
 
 def test_tor_goes_through_txtorcon() -> None:

@@ -12,13 +12,13 @@ from twisted.internet.task import Clock
 from zope.interface import implementer
 
 from garlicfarm.handshake import Upgraded
-from garlicfarm.net.connection import ClientConnection, ConnectionLimits
+from garlicfarm.net.connection import ClientConnection
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.wire import RequestVoteRequest
 from tests.handshake.helpers import client_config
+from tests.net.test_connection import LIMITS
 
 ADDRESS = "tcp://127.0.0.1:28001"
-LIMITS = ConnectionLimits(handshake_timeout=5, idle_timeout=60, max_pipelined=8, response_timeout=20)
 
 
 @implementer(IStreamClientEndpoint)

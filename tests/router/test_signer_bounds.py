@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from twisted.internet.task import Clock
 from twisted.logger import LogEvent, LogLevel, capturedLogs, formatEvent
 
 from garlicfarm.farminit import FarmSpec, create_farm
@@ -23,17 +24,15 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> PrivateKeyFile:
     return PrivateKeyFile.decode((directory / "node-1.dat").read_bytes())
 
 
-class Now:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+def clock_at(t: float) -> Clock:
+    clock = Clock()
+    clock.advance(t)
+    return clock
 
 
-def signer_at(keys: PrivateKeyFile, t: float) -> tuple[MetaLSSigner, Now]:
-    now = Now(t)
-    return MetaLSSigner(keys, 600, now), now
+def signer_at(keys: PrivateKeyFile, t: float) -> tuple[MetaLSSigner, Clock]:
+    clock = clock_at(t)
+    return MetaLSSigner(keys, 600, clock.seconds), clock
 
 
 @pytest.mark.parametrize(("ahead", "followed"), [(MAX_FARM_AHEAD_S, True), (MAX_FARM_AHEAD_S + 1, False)])
@@ -54,10 +53,10 @@ def test_the_newest_of_the_members_own_and_the_farms(keys: PrivateKeyFile) -> No
     assert signer._newest(1_000_000.0) == 1_000_020
 
 
-def left_at(keys: PrivateKeyFile, left: float) -> Now:
+def left_at(keys: PrivateKeyFile, left: float) -> Clock:
     """A clock ``left`` seconds before the offline signature expires (it is signed: the clock moves)."""
     assert keys.offline is not None
-    return Now(keys.offline.expires - left)
+    return clock_at(keys.offline.expires - left)
 
 
 @pytest.mark.parametrize(
@@ -73,7 +72,7 @@ def left_at(keys: PrivateKeyFile, left: float) -> Now:
 def test_the_offline_signatures_expiry_is_warned_about_from_its_bound(
     keys: PrivateKeyFile, left: int, warning: str | None
 ) -> None:
-    signer = MetaLSSigner(keys, 600, left_at(keys, left))
+    signer = MetaLSSigner(keys, 600, left_at(keys, left).seconds)
     said = signer.warning()
     if warning is None:
         assert said is None
@@ -87,15 +86,14 @@ def warned(events: Sequence[LogEvent]) -> list[str]:
 
 
 def test_the_expiry_warning_is_logged_once_an_hour(keys: PrivateKeyFile) -> None:
-    now = left_at(keys, 86_400)
-    start = now.t
-    signer = MetaLSSigner(keys, 600, now)
+    clock = left_at(keys, 86_400)
+    signer = MetaLSSigner(keys, 600, clock.seconds)
     with capturedLogs() as events:
         signer.warn_if_expiring()
-        now.t = start + WARN_EVERY_S - 1
+        clock.advance(WARN_EVERY_S - 1)
         signer.warn_if_expiring()
         assert len(warned(events)) == 1
-        now.t = start + WARN_EVERY_S
+        clock.advance(1)
         signer.warn_if_expiring()
         lines = warned(events)
         assert len(lines) == 2
