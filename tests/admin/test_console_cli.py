@@ -92,7 +92,21 @@ def test_step_down_hands_the_leadership_over(farm: ConsoleFarm) -> None:
 
 def test_step_down_on_a_follower_is_forwarded_to_the_leaders_console(farm: ConsoleFarm) -> None:
     leader = farm.wait_for_leader()
-    follower = next(i for i in (1, 2, 3) if i != leader)
+    follower = wait_for_a_follower_that_knows(farm, leader)
     answer = json.loads(cli("step-down", "--config", farm.config(follower)).stdout)
     assert answer["stepped_down"] == leader and answer["leader"] != leader
     assert farm.wait_for_leader(excluding=leader) == answer["leader"]
+
+
+def wait_for_a_follower_that_knows(farm: ConsoleFarm, leader: int, timeout: float = 20.0) -> int:
+    """A member other than ``leader`` that names it as leader. An earlier test removed a server, which
+    runs on but knows no leader; a follower can also ask before the new leader's first heartbeat."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = farm.status(leader)
+        members = [m["id"] for m in status["members"]] if status else []
+        for i in members:
+            if i != leader and (farm.status(i) or {}).get("leader") == leader:
+                return int(i)
+        time.sleep(0.3)
+    raise AssertionError(f"no member follows server {leader} within {timeout}s; logs in {farm.dir}")
