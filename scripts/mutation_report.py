@@ -60,6 +60,33 @@ class Change:
 
     text: str
     log_only: bool
+    #: why the change cannot alter behaviour, when a rule below shows it (else None)
+    rule: str | None = None
+
+
+#: Python's codec names are case-insensitive: ``"utf-8"`` and ``"UTF-8"`` name one codec
+_CODEC = re.compile(r"""(["'])(utf-8|ascii|latin-1)\1""", re.IGNORECASE)
+#: ``usedforsecurity`` only matters to a FIPS-restricted OpenSSL, which refuses MD5 and SHA-1 then
+_FOR_SECURITY = re.compile(r",?\s*usedforsecurity=\w+")
+
+
+def _rule(original: list[str], mutant: list[str]) -> str | None:
+    """A reason the mutant cannot be told apart from the original by any test, or None."""
+    if len(original) != 1 or len(mutant) != 1:
+        return None
+
+    def codec(line: str) -> str:
+        return _CODEC.sub(lambda m: m.group(0).lower(), line)
+
+    def security(line: str) -> str:
+        return re.sub(r",\s*\)", ")", _FOR_SECURITY.sub("", line))
+
+    a, b = original[0].strip(), mutant[0].strip()
+    if codec(a) == codec(b):
+        return "codec names are case-insensitive"
+    if security(a) == security(b) and "usedforsecurity" in a:
+        return "usedforsecurity matters only to a FIPS-restricted OpenSSL"
+    return None
 
 
 def _log_call_lines(body: str) -> set[int]:
@@ -99,13 +126,19 @@ def changes(module: str) -> dict[str, Change]:
         logged = _log_call_lines("\n".join(original))
         text: list[str] = []
         touched: set[int] = set()
+        removed: list[str] = []
+        added: list[str] = []
         matcher = difflib.SequenceMatcher(a=original, b=body, autojunk=False)
         for op, a0, a1, b0, b1 in matcher.get_opcodes():
             if op != "equal":
                 touched.update(range(a0, a1))
+                removed += original[a0:a1]
+                added += body[b0:b1]
                 text += [f"- {line.strip()}" for line in original[a0:a1]]
                 text += [f"+ {line.strip()}" for line in body[b0:b1]]
-        out[f"{dotted}.{name}"] = Change("  ⟶  ".join(text), bool(touched) and touched <= logged)
+        out[f"{dotted}.{name}"] = Change(
+            "  ⟶  ".join(text), bool(touched) and touched <= logged, _rule(removed, added)
+        )
     return out
 
 
@@ -118,8 +151,11 @@ def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
     for module, verdicts in by_module.items():
         change = changes(module)
         counts = Counter(verdicts.values())
-        left = [n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in known]
-        eq = sum(1 for n, v in verdicts.items() if v == "survived" and n in known)
+        ruled = {n for n, c in change.items() if c.rule is not None}
+        left = [
+            n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in known and n not in ruled
+        ]
+        eq = sum(1 for n, v in verdicts.items() if v == "survived" and (n in known or n in ruled))
         log_only = sum(1 for n in left if n in change and change[n].log_only)
         caught = counts["killed"] + counts["timeout"]
         missed = len(left) - log_only
@@ -150,11 +186,13 @@ def main() -> None:
     known = equivalent()
     if args.names is not None:
         # mutmut re-tests a surviving mutant only when its function changes: new tests need this
-        for verdicts in by_module.values():
+        for module, verdicts in by_module.items():
+            ruled = {n for n, c in changes(module).items() if c.rule is not None}
             for name, verdict in sorted(verdicts.items()):
                 if (
                     verdict in ("survived", "no tests")
                     and name not in known
+                    and name not in ruled
                     and fnmatch.fnmatch(name, args.names)
                 ):
                     print(name)
@@ -167,7 +205,9 @@ def main() -> None:
         change = changes(module)
         for name, verdict in sorted(verdicts.items()):
             wanted = fnmatch.fnmatch(name, args.survivors)
-            quiet = name in change and change[name].log_only and not args.log_text
+            quiet = name in change and (
+                (change[name].log_only and not args.log_text) or change[name].rule is not None
+            )
             if verdict in ("survived", "no tests") and name not in known and wanted and not quiet:
                 function = re.sub(r"__mutmut_\d+$", "", name)
                 number = name.rsplit("_", 1)[-1]
