@@ -152,10 +152,9 @@ def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
         change = changes(module)
         counts = Counter(verdicts.values())
         ruled = {n for n, c in change.items() if c.rule is not None}
-        left = [
-            n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in known and n not in ruled
-        ]
-        eq = sum(1 for n, v in verdicts.items() if v == "survived" and (n in known or n in ruled))
+        explained = known.keys() | ruled
+        left = [n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in explained]
+        eq = sum(1 for n, v in verdicts.items() if v == "survived" and n in explained)
         log_only = sum(1 for n in left if n in change and change[n].log_only)
         caught = counts["killed"] + counts["timeout"]
         missed = len(left) - log_only
