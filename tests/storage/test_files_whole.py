@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from garlicfarm.storage import snapshots, sqlite
 from garlicfarm.storage.datadir import prepare_data_dir
 from garlicfarm.storage.interface import CorruptLog, HardState, SnapshotMeta
 from garlicfarm.storage.snapshots import FileSnapshotStore
@@ -51,7 +50,7 @@ def test_a_new_store_is_whole_before_it_takes_its_name(
         seen.append((app_id, tables))
         real_replace(src, dst)
 
-    monkeypatch.setattr(sqlite.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)
     SQLiteLogStore(tmp_path / "node.db").close()
     ((app_id, tables),) = seen
     assert app_id == APPLICATION_ID
@@ -90,7 +89,7 @@ def test_a_snapshot_file_holds_all_its_bytes_when_it_is_fsynced(
             sizes.append(os.fstat(fd).st_size)
         real_fsync(fd)
 
-    monkeypatch.setattr(snapshots.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     store = FileSnapshotStore(tmp_path / "snapshot")
     meta = SnapshotMeta(5, 2, config(1, 2))
     store.save(meta, b"x" * 1000)
@@ -102,6 +101,6 @@ def test_creating_opening_and_snapshotting_leave_no_descriptor_open(tmp_path: Pa
     prepare_data_dir(tmp_path / "data")
     with SQLiteLogStore(tmp_path / "data" / "node.db") as store:
         store.save(HardState(1, 1, 0), 1, [app(1, "a")])
-    store = FileSnapshotStore(tmp_path / "data" / "snapshot")
-    store.save(SnapshotMeta(1, 1, config(1)), b"state")
-    assert store.load() is not None
+    snapshot_store = FileSnapshotStore(tmp_path / "data" / "snapshot")
+    snapshot_store.save(SnapshotMeta(1, 1, config(1)), b"state")
+    assert snapshot_store.load() is not None
