@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from garlicfarm.handshake import Challenge
+from garlicfarm.handshake import AuthHeaderSyntaxError, Challenge
 from garlicfarm.handshake.authheader import (
-    AuthHeaderSyntaxError,
     AuthItem,
     parse_challenges,
     parse_credentials,
