@@ -37,8 +37,6 @@ def prepare_data_dir(path: str | os.PathLike[str]) -> None:
         if e.errno in UNWRITABLE_ERRNOS:
             raise DataDirNotWritable(directory, f"cannot create it: {e.strerror}") from None
         raise StorageError(f"{directory}: cannot create the data directory: {e.strerror}") from None
-    if not os.path.isdir(directory):
-        raise StorageError(f"{directory}: the data directory is not a directory")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise DataDirNotWritable(directory, _why_not(directory))
     try:  # access() trusts the mode bits; only a write shows what the mount, ACLs or SELinux allow

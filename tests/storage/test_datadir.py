@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -39,5 +40,42 @@ def test_a_write_refused_by_the_mount(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_a_file_where_the_directory_should_be(tmp_path: Path) -> None:
     (tmp_path / "data").write_text("")
-    with pytest.raises(StorageError, match="data"):
+    with pytest.raises(StorageError) as info:
         prepare_data_dir(tmp_path / "data")
+    assert str(info.value) == f"{tmp_path / 'data'}: cannot create the data directory: File exists"
+    assert not isinstance(info.value, DataDirNotWritable)
+
+
+def test_a_directory_the_mount_will_not_let_us_make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    with pytest.raises(DataDirNotWritable) as info:
+        prepare_data_dir(tmp_path / "data")
+    assert str(info.value) == f"{tmp_path / 'data'}: {PREFIX}: cannot create it: Read-only file system"
+
+
+@pytest.mark.parametrize(
+    ("flags", "why"), [(os.ST_RDONLY, "read-only file system"), (0, "permission denied")]
+)
+def test_access_refused_says_whether_the_mount_is_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: int, why: str
+) -> None:
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: types.SimpleNamespace(f_flag=flags))
+    with pytest.raises(DataDirNotWritable) as info:
+        prepare_data_dir(tmp_path)
+    assert str(info.value) == f"{tmp_path}: {PREFIX}: {why}"
+
+
+def test_a_mount_that_cannot_be_asked_is_taken_for_permissions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unknown(path: object) -> None:
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+    monkeypatch.setattr(os, "statvfs", unknown)
+    with pytest.raises(DataDirNotWritable, match="permission denied$"):
+        prepare_data_dir(tmp_path)
