@@ -104,3 +104,15 @@ def test_creating_opening_and_snapshotting_leave_no_descriptor_open(tmp_path: Pa
     snapshot_store = FileSnapshotStore(tmp_path / "data" / "snapshot")
     snapshot_store.save(SnapshotMeta(1, 1, config(1)), b"state")
     assert snapshot_store.load() is not None
+
+
+def test_a_snapshot_asked_for_is_read_without_reading_the_others(tmp_path: Path) -> None:
+    """The log store names the snapshot it holds; a damaged newer file beside it (a save cut off after
+    its rename, before the log store moved on) must not stop that one from loading."""
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    older, newer = SnapshotMeta(5, 2, config(1, 2)), SnapshotMeta(9, 3, config(1, 2))
+    store.save(older, b"five")
+    store.save(newer, b"nine")
+    (tmp_path / "snapshot.9").write_bytes(b"damaged")
+    assert store.load(older) == (older, b"five")
+    assert store.load(SnapshotMeta(7, 3, config(1, 2))) is None
