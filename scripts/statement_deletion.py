@@ -2,7 +2,7 @@
 against the fast tests that run it. A mutant no test kills is a statement the suite does not need —
 or a gap (mutmut makes no such mutant: it changes operators and constants, never drops a line).
 
-    python scripts/statement_deletion.py [--jobs 2] [--out FILE] MODULE... [-- TEST_PATH...]
+    python scripts/statement_deletion.py [--jobs 2] [--out FILE] [--again RESULTS] [--tests TEST_PATH...] -- MODULE...
 
 Defaults: the modules of raft/, storage/, handshake/ and the admission path (net/inbound.py,
 net/budget.py, net/identity.py) against tests/raft, tests/storage, tests/handshake, tests/net and
@@ -235,7 +235,7 @@ def copy_sources(dest: Path) -> None:
 
 
 def report(results: list[dict[str, Any]], modules: list[str]) -> str:
-    rows = defaultdict(lambda: defaultdict(int))
+    rows: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
     survivors = []
     for r in results:
         kind = r["outcome"]
@@ -273,6 +273,13 @@ def main() -> int:
     parser.add_argument("--tests", nargs="*", default=TESTS)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/statement-deletion.jsonl")
+    parser.add_argument(
+        "--again",
+        type=Path,
+        metavar="RESULTS",
+        help="a former run's results: run again only its survivors (statements of the same text), "
+        "keep its other outcomes, and report the whole of it",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("WORK", "JOBS", "RESULTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -297,6 +304,12 @@ def main() -> int:
             mutants.append(
                 {"module": module, "stmt": stmt, "tests": tests, "timeout": timeout, "source": source}
             )
+    kept: list[dict[str, Any]] = []
+    if args.again:
+        former = [json.loads(line) for line in args.again.read_text().splitlines()]
+        wanted = {(r["module"], r["source"]) for r in former if r["outcome"] in ("survived", "no tests")}
+        kept = [r for r in former if (r["module"], r["source"]) not in wanted and r["module"] in args.modules]
+        mutants = [m for m in mutants if (m["module"], m["source"]) in wanted]
     untested = [m for m in mutants if not m["tests"]]
     for m in untested:
         m["outcome"] = "no tests"
@@ -318,9 +331,11 @@ def main() -> int:
         time.sleep(10)
         done = sum(len(f.read_text().splitlines()) for f in results_files if f.exists())
         print(f"  {done}/{len(to_run)} mutants run", file=sys.stderr, flush=True)
-    results = untested + [
-        json.loads(line) for f in results_files if f.exists() for line in f.read_text().splitlines()
-    ]
+    results = (
+        kept
+        + untested
+        + [json.loads(line) for f in results_files if f.exists() for line in f.read_text().splitlines()]
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r) + "\n" for r in results))
     print(report(results, args.modules))
