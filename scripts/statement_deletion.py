@@ -2,7 +2,7 @@
 against the fast tests that run it. A mutant no test kills is a statement the suite does not need —
 or a gap (mutmut makes no such mutant: it changes operators and constants, never drops a line).
 
-    python scripts/statement_deletion.py [--jobs 2] [--out FILE] [--again RESULTS] \
+    python scripts/statement_deletion.py [--jobs 2] [--out FILE] [--again RESULTS]
         [--tests TEST_PATH...] -- MODULE...
 
 Defaults: the modules of raft/, storage/, handshake/ and the admission path (net/inbound.py,
