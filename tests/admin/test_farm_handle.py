@@ -30,6 +30,8 @@ from garlicfarm.wire import (
     AddServerRequest,
     AddServerResponse,
     ClusterServer,
+    Configuration,
+    LogEntry,
     Message,
     RemoveServerRequest,
     RemoveServerResponse,
@@ -366,6 +368,22 @@ def test_a_members_router_makes_it_lagging(
     assert farm.overview(0)["members"][1]["health"] == health
 
 
+def test_members_age_from_the_farms_time_when_a_membership_change_moved_it(
+    farm: FarmHandle, node: GarlicFarmService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The farm's time is the date a quorum reached: removing two silent members of five moves it on
+    at once, with no report; the members' ages follow it then, not when this node heard them."""
+    five = tuple(ClusterServer(i, f"tcp://127.0.0.1:{9000 + i}") for i in range(1, 6))
+    node.state.apply(node.state.index + 1, LogEntry(1, Configuration(node.state.index + 1, 0, five)))
+    for member, date in ((1, 100_000), (2, 110_000), (3, 120_000)):  # all heard at this moment
+        report(node, member, date)
+    assert node.state.now == 100_000  # the third date of five
+    three_members(node, monkeypatch)  # servers 4 and 5 leave
+    assert node.state.now == 110_000  # the second of three
+    ages = [m["last_status_age"] for m in farm.overview(0)["members"]]
+    assert ages == [pytest.approx(10), 0, 0]
+
+
 def test_before_the_farm_has_a_time_members_age_from_when_this_node_heard_them(
     farm: FarmHandle, node: GarlicFarmService, clock: MemoryReactorClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -603,13 +621,23 @@ def test_a_refusal_by_a_leader_nobody_can_reach_has_no_cause(
 
 
 def test_a_refusal_naming_another_leader_means_leadership_is_changing(
-    farm: FarmHandle, node: GarlicFarmService, clock: MemoryReactorClock, link: LeaderLink
+    farm: FarmHandle,
+    node: GarlicFarmService,
+    clock: MemoryReactorClock,
+    monkeypatch: pytest.MonkeyPatch,
+    link: LeaderLink,
 ) -> None:
+    three_members(node, monkeypatch)
     follow(node, 2)
     link.accepted, link.destination = False, 3
     assert refusal(clock, farm.add_member(4, ENDPOINT_4)) == (
         503,
         "cannot add server 4: leadership is changing; try again",
+        {"leader": 2},
+    )
+    assert refusal(clock, farm.remove_member(3)) == (
+        503,
+        "cannot remove server 3: leadership is changing; try again",
         {"leader": 2},
     )
 
