@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.defer import TimeoutError as OutOfTime
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.internet.task import deferLater
@@ -82,7 +83,18 @@ class FarmClient:
         )
 
     async def connect(self, uri: str) -> ClientConnection:
-        """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge)."""
+        """An authenticated connection to ``uri`` (reconnecting once after the Digest challenge),
+        within ``timeout`` seconds however many connections and handshakes that takes."""
+        attempt = Deferred.fromCoroutine(self._connect(uri))
+        attempt.addTimeout(self.timeout, self.reactor)
+        try:
+            return await attempt
+        except OutOfTime:
+            raise ClientError(
+                f"cannot connect to {uri}: no authenticated connection within {self.timeout:g} s"
+            ) from None
+
+    async def _connect(self, uri: str) -> ClientConnection:
         client_config = self.handshake_config(uri)
         for _attempt in range(3):
             connection = ClientConnection(self.reactor, client_config, self.cache, ConnectionLimits())
@@ -91,10 +103,16 @@ class FarmClient:
                 factory = Factory.forProtocol(lambda c=connection: c)  # type: ignore[misc]
                 factory.noisy = False
                 await endpoint.connect(factory)
+            except CancelledError:
+                raise
             except Exception as e:
                 raise ClientError(f"cannot connect to {uri}: {plain_reason(e)}") from None
             try:
                 await connection.ready
+            except CancelledError:  # out of time: the half-made connection goes too
+                if connection.transport is not None:
+                    connection.transport.abortConnection()  # type: ignore[attr-defined]
+                raise
             except ConnectionClosed as e:
                 if "reconnecting" in str(e):
                     continue  # the challenge is cached now: the next connection goes straight in
