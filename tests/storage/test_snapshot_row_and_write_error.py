@@ -34,7 +34,8 @@ def test_a_snapshot_whose_configuration_does_not_decode_is_corruption(path: Path
 
 def test_a_failed_write_is_reported_until_the_store_is_reopened(path: Path) -> None:
     store = SQLiteLogStore(path)
-    assert store.write_error is None
+    before = store.write_error
+    assert before is None
     conn = store._conn
     assert conn is not None
     conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0] + 2}")
