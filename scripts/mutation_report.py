@@ -156,13 +156,16 @@ def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
         left = [n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in explained]
         eq = sum(1 for n, v in verdicts.items() if v == "survived" and n in explained)
         log_only = sum(1 for n in left if n in change and change[n].log_only)
+        untested = sum(
+            1 for n in left if verdicts[n] == "no tests" and not (n in change and change[n].log_only)
+        )
         caught = counts["killed"] + counts["timeout"]
         missed = len(left) - log_only
         score = f"{100 * caught / (caught + missed):.1f} %" if caught + missed else "-"
         broad = f"{100 * caught / (caught + len(left)):.1f} %" if caught + len(left) else "-"
         rows.append(
             f"| `{module}` | {len(verdicts)} | {counts['killed']} | {counts['timeout']} | {eq} | {log_only} "
-            f"| {missed - counts['no tests']} | {counts['no tests']} | {score} | {broad} |"
+            f"| {missed - untested} | {untested} | {score} | {broad} |"
         )
     return "\n".join(rows)
 
