@@ -35,10 +35,12 @@ def test_offsets_count_every_compaction() -> None:
     # reads of 38 messages each, starting half a message in: a read never ends on a message's end,
     # so the buffer is never emptied and only compaction drops what was consumed
     cuts = [0, *range(len(RESPONSE) // 2, len(data), 38 * len(RESPONSE)), len(data)]
-    taken = 0
+    taken = largest = 0
     for lo, hi in itertools.pairwise(cuts):
         taken += len(decoder.receive(data[lo:hi]))
+        largest = max(largest, len(decoder._buf))
     assert taken == count
+    assert largest <= 2 * 65536 + 38 * len(RESPONSE)  # the consumed prefix is dropped: memory is bounded
     assert decoder.stream_offset == len(data)
     assert error_of(decoder, BAD_TERM).offset == len(data) + 9
 
