@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import zlib
 
 import pytest
 
@@ -377,6 +378,20 @@ CASES: list[tuple[str, bytes, str, str, int | None]] = [
         VALUE,
     ),
     (
+        "second record too short",
+        logpack(pack_body([0, 9, 17], record(1, 1, b"") + b"12345678" + record(1, 1, b""))),
+        "InvalidPayload",
+        "LogPack entry 1 spans 8 bytes, needs at least 9",
+        VALUE,
+    ),
+    (
+        "logpack in zlib's format, not gzip's",
+        value(4, zlib.compress(pack_body([], b"")), kind=10),
+        "InvalidPayload",
+        "LogPack is not valid gzip",
+        VALUE,
+    ),
+    (
         "record term",
         logpack(pack_body([0, 9], record(1, 1, b"") + record(BIG, 1, b""))),
         "InvalidField",
@@ -503,3 +518,20 @@ def test_a_model_that_cannot_be_encoded_is_named_with_its_field() -> None:
     with pytest.raises(EncodeError) as info:
         encode(RequestVoteResponse(1, 2, 3, BIG, False))
     assert str(info.value) == f"RequestVoteResponse: nextIndex is {BIG}, {LONG}"
+
+
+def test_a_value_struct_cannot_pack_is_named() -> None:
+    from garlicfarm.wire import ClusterServer, EncodeError, LogEntry, RequestVoteRequest
+    from garlicfarm.wire.codec import encode_log_pack
+
+    with pytest.raises(EncodeError) as info:
+        encode(RequestVoteRequest(1, 2, -1, 0, 0, 0))
+    assert str(info.value).startswith("RequestVoteRequest: a field is out of range (")
+    with pytest.raises(EncodeError) as info:
+        encode_log_pack([LogEntry(1, ClusterServer(1, "a"))])
+    assert str(info.value) == "a LogPack may not hold a CLUSTER_SERVER entry"
+
+
+def test_an_error_without_a_place_says_none() -> None:
+    assert str(ProtocolError("no place")) == "no place"
+    assert str(ProtocolError("a place", 0)) == "a place at byte 0"
