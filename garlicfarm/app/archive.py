@@ -114,7 +114,10 @@ class TelemetryArchive:
             return  # the farm's time is not known yet
         if self.retention_days <= 0:
             return
-        cutoff = datetime.date.fromisoformat(today) - datetime.timedelta(days=self.retention_days)
+        try:
+            cutoff = datetime.date.fromisoformat(today) - datetime.timedelta(days=self.retention_days)
+        except OverflowError:
+            return  # a retention reaching before year 1 keeps every day there is
         for partition in self.dir.glob("date=*"):
             try:
                 day = datetime.date.fromisoformat(partition.name.removeprefix("date="))

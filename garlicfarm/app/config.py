@@ -48,6 +48,10 @@ DEFAULT_ROUTER_URL = "https://127.0.0.1:7650/jsonrpc"
 DEFAULT_I2CP = "tcp:127.0.0.1:7654"
 
 
+#: a century: a longer retention is "keep all", which 0 says (and dates that far back do not exist)
+MAX_RETENTION_DAYS = 36_500
+
+
 @attrs.frozen
 class AppConfig:
     interval: float = 60.0
@@ -142,8 +146,15 @@ def app_config(node: NodeConfig) -> AppConfig:
     if publisher_kind == "url" and not publisher.get("url"):
         raise ConfigError(f"{where}: [publisher] kind = url needs url")
     retention = archive.get("retention_days", 90)
-    if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
-        raise ConfigError(f"{where}: [archive] retention_days must be a whole number of days (0 keeps all)")
+    if (
+        isinstance(retention, bool)
+        or not isinstance(retention, int)
+        or not 0 <= retention <= MAX_RETENTION_DAYS
+    ):
+        raise ConfigError(
+            f"{where}: [archive] retention_days must be a whole number of days from 0 to "
+            f"{MAX_RETENTION_DAYS} (0 keeps all)"
+        )
     return AppConfig(
         interval=float(interval),
         publish_config=publish_config or "auto",

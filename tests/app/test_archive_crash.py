@@ -45,3 +45,14 @@ def test_a_torn_last_line_does_not_swallow_the_next(tmp_path: Path) -> None:
     lines = path.read_bytes().split(b"\n")
     assert lines[1] == whole[:17]
     assert json.loads(lines[2])["index"] == 2 and lines[3] == b""
+
+
+def test_a_retention_reaching_before_year_1_keeps_everything(tmp_path: Path) -> None:
+    """The configuration allows a century; an archive made in code may be given more, and must not
+    fail on the day's first record because the cutoff date does not exist."""
+    old = tmp_path / "date=2020-01-01"
+    old.mkdir()
+    archive = TelemetryArchive(tmp_path, 1, 1_000_000)
+    archive.append(1, _record(1, DATE))
+    assert archive.last_index == 1
+    assert old.exists()

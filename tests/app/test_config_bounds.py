@@ -241,9 +241,9 @@ def test_expires_refused(value: str, tmp_path: Path) -> None:
     assert refusal(f"[publisher]\nexpires = {value}\n", tmp_path) == EXPIRES
 
 
-# -- [archive] retention_days: a whole number of days, 0 keeps all ---------------------------------
+# -- [archive] retention_days: a whole number of days up to a century, 0 keeps all --------------------
 
-RETENTION = "[archive] retention_days must be a whole number of days (0 keeps all)"
+RETENTION = "[archive] retention_days must be a whole number of days from 0 to 36500 (0 keeps all)"
 
 
 @pytest.mark.parametrize("value", [0, 1, 36_500])
@@ -251,7 +251,11 @@ def test_retention_accepted(value: int, tmp_path: Path) -> None:
     assert load(f"[archive]\nretention_days = {value}\n", tmp_path).retention_days == value
 
 
-@pytest.mark.parametrize("value", ["-1", "true", "7.0", '"7"'], ids=["negative", "bool", "float", "str"])
+@pytest.mark.parametrize(
+    "value",
+    ["-1", "36501", "1000000", "true", "7.0", '"7"'],
+    ids=["negative", "past", "far", "bool", "float", "str"],
+)
 def test_retention_refused(value: str, tmp_path: Path) -> None:
     assert refusal(f"[archive]\nretention_days = {value}\n", tmp_path) == RETENTION
 
