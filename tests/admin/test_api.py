@@ -4,7 +4,6 @@ the actions on a running (single-node) farm, and several farms served by one sit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +17,6 @@ from garlicfarm.admin.validate import MAX_BODY
 from garlicfarm.handshake.digest import Algorithm
 from garlicfarm.service import GarlicFarmService
 from tests.admin.nodes import Browser, algorithms, handle, make_node
-
-
-@pytest.fixture
-def clock() -> MemoryReactorClock:
-    return MemoryReactorClock()
-
-
-@pytest.fixture
-def node(tmp_path: Path, clock: MemoryReactorClock) -> Iterator[GarlicFarmService]:
-    service = make_node(tmp_path, clock)
-    yield service
-    service.stopService()
 
 
 @pytest.fixture

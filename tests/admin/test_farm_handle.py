@@ -6,8 +6,7 @@ refusal with its cause), and the configuration import's plan and refusals."""
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any, cast
 
 import attrs
@@ -40,24 +39,12 @@ from garlicfarm.wire import (
     decode,
     encode,
 )
-from tests.admin.nodes import handle, make_node
+from tests.admin.nodes import handle
 from tests.admin.test_liveness import three_members
 from tests.app.records import HOUR, record
 
 ENDPOINT_2 = "tcp://127.0.0.1:9002"  # where three_members puts server 2
 ENDPOINT_4 = "tcp://127.0.0.1:9004"
-
-
-@pytest.fixture
-def clock() -> MemoryReactorClock:
-    return MemoryReactorClock()
-
-
-@pytest.fixture
-def node(tmp_path: Path, clock: MemoryReactorClock) -> Iterator[GarlicFarmService]:
-    service = make_node(tmp_path, clock)
-    yield service
-    service.stopService()
 
 
 @pytest.fixture
