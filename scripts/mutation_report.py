@@ -142,6 +142,11 @@ def changes(module: str) -> dict[str, Change]:
     return out
 
 
+def explained(name: str, change: dict[str, Change], known: dict[str, str]) -> bool:
+    """Whether a surviving mutant is equivalent: listed with its reason, or shown so by a rule."""
+    return name in known or (name in change and change[name].rule is not None)
+
+
 def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
     header = (
         "| module | mutants | killed | timeout | equivalent | log text only | survived | no tests "
@@ -151,10 +156,9 @@ def table(by_module: dict[str, dict[str, str]], known: dict[str, str]) -> str:
     for module, verdicts in by_module.items():
         change = changes(module)
         counts = Counter(verdicts.values())
-        ruled = {n for n, c in change.items() if c.rule is not None}
-        explained = known.keys() | ruled
-        left = [n for n, v in verdicts.items() if v in ("survived", "no tests") and n not in explained]
-        eq = sum(1 for n, v in verdicts.items() if v == "survived" and n in explained)
+        unkilled = [n for n, v in verdicts.items() if v in ("survived", "no tests")]
+        left = [n for n in unkilled if not explained(n, change, known)]
+        eq = sum(1 for n, v in verdicts.items() if v == "survived" and explained(n, change, known))
         log_only = sum(1 for n in left if n in change and change[n].log_only)
         untested = sum(
             1 for n in left if verdicts[n] == "no tests" and not (n in change and change[n].log_only)
@@ -189,12 +193,11 @@ def main() -> None:
     if args.names is not None:
         # mutmut re-tests a surviving mutant only when its function changes: new tests need this
         for module, verdicts in by_module.items():
-            ruled = {n for n, c in changes(module).items() if c.rule is not None}
+            change = changes(module)
             for name, verdict in sorted(verdicts.items()):
                 if (
                     verdict in ("survived", "no tests")
-                    and name not in known
-                    and name not in ruled
+                    and not explained(name, change, known)
                     and fnmatch.fnmatch(name, args.names)
                 ):
                     print(name)
@@ -207,10 +210,13 @@ def main() -> None:
         change = changes(module)
         for name, verdict in sorted(verdicts.items()):
             wanted = fnmatch.fnmatch(name, args.survivors)
-            quiet = name in change and (
-                (change[name].log_only and not args.log_text) or change[name].rule is not None
-            )
-            if verdict in ("survived", "no tests") and name not in known and wanted and not quiet:
+            quiet = name in change and change[name].log_only and not args.log_text
+            if (
+                verdict in ("survived", "no tests")
+                and not explained(name, change, known)
+                and wanted
+                and not quiet
+            ):
                 function = re.sub(r"__mutmut_\d+$", "", name)
                 number = name.rsplit("_", 1)[-1]
                 text = change[name].text if name in change else "?"
