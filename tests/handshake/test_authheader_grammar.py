@@ -38,6 +38,7 @@ def test_credentials_with_the_whitespace_the_grammar_allows(value: str, item: Au
         ('Digest a="x\\', "unterminated quoted-string"),  # a backslash with nothing after it
         ('Digest a="x', "unterminated quoted-string"),
         ('Digest a="x\x01"', "control character in quoted-string"),
+        ('Digest a="x\x7fy"', "control character in quoted-string"),  # DEL
         ("Digest a=b, a=c", "duplicate parameter 'a'"),
         ("Digest a=b c=d", "expected ',' at character 11"),
     ],
@@ -61,3 +62,10 @@ def test_only_a_digest_challenge_is_answered() -> None:
     params = {"realm": "farm", "nonce": "n", "qop": "auth", "algorithm": "SHA-256"}
     assert Challenge.from_item(AuthItem("digest", params)) is not None
     assert Challenge.from_item(AuthItem("bearer", params)) is None
+
+
+def test_names_are_read_whole_after_a_comma() -> None:
+    assert parse_credentials("Digest a=b, Xa=1,XXb=2") == AuthItem(
+        "digest", {"a": "b", "xa": "1", "xxb": "2"}
+    )
+    assert parse_challenges("Basic, Xyz realm=a") == [AuthItem("basic"), AuthItem("xyz", {"realm": "a"})]

@@ -42,11 +42,6 @@ BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: clo
 TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
-@pytest.fixture
-def nonces() -> NonceRegistry:
-    return NonceRegistry(rng(1))
-
-
 def challenges_in(response: bytes) -> list[Challenge]:
     found = [Challenge.from_item(parse_challenges(v)[0]) for v in header_list(response, "WWW-Authenticate")]
     assert all(c is not None for c in found)

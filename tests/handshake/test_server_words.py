@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytest
-
 from garlicfarm.handshake import NonceRegistry, Reject, Rejected, ServerHandshake
 from tests.handshake.helpers import T0, credentials, request, request_1, request_2, rng, serve, server_config
-
-
-@pytest.fixture
-def nonces() -> NonceRegistry:
-    return NonceRegistry(rng(1))
 
 
 def refusal(events: Sequence[object]) -> Rejected:
