@@ -27,22 +27,22 @@ from garlicfarm.wire import (
 )
 from garlicfarm.wire.codec import decode_frame, encode_log_pack, inflate_bounded
 from tests.wire.test_codec import entry, server
+from tests.wire.test_ranges import RESPONSE, header
 
 PREFIX = encode(AppendEntriesResponse(1, 2, 3, 4, True))
 AT = len(PREFIX)  # the hostile frame's first byte
 BODY = AT + 45  # its first entry
 VALUE = BODY + 13  # the first entry's value
-HEADER = struct.Struct(">BIIQQQQI")
-RESPONSE = struct.Struct(">BIIQQB")
 BIG = 2**63  # one past the largest signed long
 BIG_ID = 2**31  # one past the largest server id
 LONG = "not a signed 64-bit value from 0 to 2^63-1"
 
 
 def request(kind: int = 3, body: bytes = b"", **fields: int) -> bytes:
-    values = {"source": 1, "destination": 2, "term": 3, "lt": 4, "li": 5, "commit": 6, "size": len(body)}
-    values.update(fields)
-    return HEADER.pack(kind, *values.values()) + body
+    """A request of type ``kind`` with header fields that differ from one another, then ``body``."""
+    return (
+        header(**{"type": kind, "term": 3, "lt": 4, "li": 5, "commit": 6, "size": len(body), **fields}) + body
+    )
 
 
 def response(source: int = 1, destination: int = 2, term: int = 3, next_index: int = 4, ok: int = 1) -> bytes:
