@@ -1,6 +1,6 @@
 """Each refusal of a damaged or busy log store in its own words, so the operator knows which it is: a
 file another process holds, a B-tree SQLite's own check finds damaged, a format record that does not
-match; and a save of nothing writes nothing."""
+match."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from garlicfarm.storage.interface import HardState
 from garlicfarm.storage.sqlite import SQLiteLogStore
 from tests.storage.test_sqlite import filled, raw, refused
 
@@ -37,16 +36,3 @@ def test_a_format_record_that_does_not_match_is_refused(tmp_path: Path, key: str
     filled(path, count=3)
     raw(path).execute("UPDATE garlicfarm_meta SET value = ? WHERE key = ?", (value, key)).connection.close()
     refused(path, "is corrupt: format record")
-
-
-def test_a_save_of_nothing_writes_nothing(tmp_path: Path) -> None:
-    with SQLiteLogStore(tmp_path / "node.db") as store:
-        store.save(HardState(1, 1, 0))
-        conn = store._conn
-        assert conn is not None
-        statements: list[str] = []
-        conn.set_trace_callback(statements.append)
-        timed = store.sync_durations.read()[1]
-        store.save()
-        assert statements == []
-        assert store.sync_durations.read()[1] == timed

@@ -1,7 +1,8 @@
 """Which saves are fsynced: SQLite syncs a WAL commit when ``synchronous`` is FULL at that commit, so
 the statements the store sends around each save are what decides it. A save is synced unless the
 caller says ``sync=False`` (the commit index alone); a store opened with ``fsync=False`` never
-switches; each synced save, and only those, is timed for the metrics endpoint."""
+switches; each synced save, and only those, is timed for the metrics endpoint; a save with nothing
+to write sends no statement at all."""
 
 from __future__ import annotations
 
@@ -77,3 +78,11 @@ def test_only_synced_saves_are_timed_and_each_time_is_a_duration(
     assert count == before + 1
     # a duration, not a reading of the clock: no more than the clock has run since it started
     assert 0 <= total <= time.perf_counter()
+
+
+def test_a_save_of_nothing_writes_nothing(traced: tuple[SQLiteLogStore, list[str]]) -> None:
+    store, statements = traced
+    timed = store.sync_durations.read()[1]
+    store.save()
+    assert statements == []
+    assert store.sync_durations.read()[1] == timed
