@@ -551,6 +551,21 @@ def test_a_leader_that_cannot_be_reached_is_a_bad_gateway(
     )
 
 
+def assert_refused_with_server_2s_cause(
+    farm: FarmHandle,
+    node: GarlicFarmService,
+    clock: MemoryReactorClock,
+    leader_status: list[tuple[Any, Any, str | None]],
+) -> None:
+    """Adding server 4 is refused by server 2 with the cause read from its status at its endpoint."""
+    assert refusal(clock, farm.add_member(4, ENDPOINT_4)) == (
+        409,
+        "cannot add server 4: the leader (server 2) refused it: server 4 is still catching up",
+        {"leader": 2},
+    )
+    assert leader_status == [(node.reactor, node.config, ENDPOINT_2)]
+
+
 def test_the_leaders_refusal_carries_its_cause_from_its_status(
     farm: FarmHandle,
     node: GarlicFarmService,
@@ -563,12 +578,7 @@ def test_the_leaders_refusal_carries_its_cause_from_its_status(
     monkeypatch.setitem(cast(dict[int, str], node.config.peers), 2, ENDPOINT_2)
     follow(node, 2)
     link.accepted = False
-    assert refusal(clock, farm.add_member(4, ENDPOINT_4)) == (
-        409,
-        "cannot add server 4: the leader (server 2) refused it: server 4 is still catching up",
-        {"leader": 2},
-    )
-    assert leader_status == [(node.reactor, node.config, ENDPOINT_2)]
+    assert_refused_with_server_2s_cause(farm, node, clock, leader_status)
 
 
 def test_a_refusal_naming_no_leader_reads_the_cause_at_the_configured_endpoint(
@@ -582,12 +592,7 @@ def test_a_refusal_naming_no_leader_reads_the_cause_at_the_configured_endpoint(
     three_members(node, monkeypatch)  # server 2 is known from the configuration only
     follow(node, 2)
     link.accepted, link.destination = False, NO_LEADER
-    assert refusal(clock, farm.add_member(4, ENDPOINT_4)) == (
-        409,
-        "cannot add server 4: the leader (server 2) refused it: server 4 is still catching up",
-        {"leader": 2},
-    )
-    assert leader_status == [(node.reactor, node.config, ENDPOINT_2)]
+    assert_refused_with_server_2s_cause(farm, node, clock, leader_status)
 
 
 def test_a_refusal_by_a_leader_nobody_can_reach_has_no_cause(
