@@ -159,6 +159,7 @@ class BinaryFilePublisher:
         return succeed(None)
 
     def _write(self, contents: tuple[MetaLease, ...]) -> None:
+        written = self.signer.current
         try:
             metals = self.signer.sign(contents)
             write_atomically(self.path, metals.encoded)
@@ -166,6 +167,9 @@ class BinaryFilePublisher:
             self._renew_in(self.RETRY_S)
             raise PublishError(str(e)) from None
         except OSError as e:
+            # the file still holds the one written before, if any (the write is atomic): the status
+            # shows that one, not the one just signed
+            self.signer.current = written
             self._renew_in(self.RETRY_S)
             raise PublishError(f"{self.path}: cannot write the Meta LS2: {e.strerror or e}") from None
         self._renew_in(max(1.0, metals.expires * RENEW_AT))
