@@ -40,6 +40,7 @@ MODULES = [
     "garlicfarm/raft/log.py",
     "garlicfarm/raft/progress.py",
     "garlicfarm/raft/types.py",
+    "garlicfarm/raft/writers.py",
     "garlicfarm/storage/sqlite.py",
     "garlicfarm/storage/snapshots.py",
     "garlicfarm/storage/_rules.py",
