@@ -279,7 +279,8 @@ def main() -> int:
         "--again",
         type=Path,
         metavar="RESULTS",
-        help="a former run's results: run again only its survivors (statements of the same text), "
+        help="a former run's results: run again only its survivors (statements of the same text; one "
+        "the tests given now do not reach keeps its former outcome), "
         "keep its other outcomes, and report the whole of it",
     )
     parser.add_argument("--worker", nargs=3, metavar=("WORK", "JOBS", "RESULTS"), help=argparse.SUPPRESS)
@@ -307,14 +308,17 @@ def main() -> int:
                 {"module": module, "stmt": stmt, "tests": tests, "timeout": timeout, "source": source}
             )
     kept: list[dict[str, Any]] = []
+    was: dict[tuple[str, int], str] = {}
     if args.again:
         former = [json.loads(line) for line in args.again.read_text().splitlines()]
         wanted = {(r["module"], r["source"]) for r in former if r["outcome"] in ("survived", "no tests")}
         kept = [r for r in former if (r["module"], r["source"]) not in wanted and r["module"] in args.modules]
         mutants = [m for m in mutants if (m["module"], m["source"]) in wanted]
+        # a statement the tests of this run do not reach keeps what the former run found
+        was = {(r["module"], r["stmt"]["line"]): r["outcome"] for r in former if "stmt" in r}
     untested = [m for m in mutants if not m["tests"]]
     for m in untested:
-        m["outcome"] = "no tests"
+        m["outcome"] = was.get((m["module"], m["stmt"]["line"]), "no tests")
     to_run = [m for m in mutants if m["tests"]]
     print(f"{len(mutants)} statements, {len(untested)} run by no test, {len(to_run)} to run", file=sys.stderr)
     procs, results_files = [], []
