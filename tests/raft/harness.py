@@ -278,8 +278,25 @@ class Cluster:
         rd = core.ready()
         if rd.snapshot is not None:  # installed from a leader: the store compacts to it, as the driver's
             self.stores[i].compact(rd.snapshot.meta)
+        self.write(i, rd)
+        self._post(i, rd)
+        return rd
+
+    def ready_unwritten(self, i: int) -> Ready:
+        """Drain node ``i`` as a driver whose write is still in flight does: its messages leave (a
+        leader's entries go out while its own write of them runs), its store and its core wait for
+        :meth:`write`. Only for a Ready without a snapshot, replies or committed entries."""
+        rd = self[i].ready()
+        assert rd.snapshot is None and not rd.replies and not rd.committed, "use ready()"
+        self._post(i, rd)
+        return rd
+
+    def write(self, i: int, rd: Ready) -> None:
+        """Node ``i``'s store writes ``rd`` and its core is told the write is durable."""
         self.stores[i].save(rd.hard_state, rd.entries_from, rd.entries)
-        core.advance(rd)
+        self[i].advance(rd)
+
+    def _post(self, i: int, rd: Ready) -> None:
         for send in rd.sends:
             handle = next(self._handles)
             self._owner[handle] = i
@@ -291,7 +308,6 @@ class Cluster:
             else:
                 self.wire.append(Envelope(i, owner, reply.message))
         self.applied[i].extend(rd.committed)
-        return rd
 
     def flush(self) -> bool:
         """Drain every live node that has something; True if any had."""
