@@ -251,12 +251,12 @@ def test_a_candidate_that_hears_a_snapshot_from_the_leader_of_its_term_follows_i
     assert (after.role, after.leader_id, after.term) == (Role.FOLLOWER, 2, term)
 
 
-def test_an_installed_snapshot_brings_its_configuration_in_force() -> None:
+def test_an_installed_snapshot_brings_its_configuration_and_commit_index_in_force() -> None:
     """The snapshot's configuration replaces the ones of the log it replaces (statement deletion:
     nothing checked it; a server would count votes and commits in a configuration long gone)."""
     four = Configuration(7, 0, tuple(ClusterServer(i, f"sim://{i}") for i in range(1, 5)))
     grown = LogEntry(1, Configuration(2, 0, configuration(3).servers[:2]))  # {1, 2}: replaced below
-    c = Cluster(3, PAPER, stores={1: store_with((entry(1), grown), HardState(1, None, 0))})
+    c = Cluster(3, PAPER, stores={1: store_with((entry(1), grown), HardState(3, None, 0))})  # term 3 already
     assert c[1].voters() == {1, 2}
     chunk = SnapshotSyncRequest(9, 2, four, 0, b"state", True)
     c.step(
@@ -265,9 +265,11 @@ def test_an_installed_snapshot_brings_its_configuration_in_force() -> None:
             source=2, destination=1, term=3, last_log_term=2, last_log_index=9, entries=(LogEntry(2, chunk),)
         ),
     )
-    c.ready(1)
+    rd = c.ready(1)
     assert (c[1].log.snapshot_index, c[1].voters(), c[1].config_index) == (9, {1, 2, 3, 4}, 9)
     assert c[1].config_at(9).ids() == {1, 2, 3, 4} and c[1].quorum() == 3
+    # a snapshot holds only committed entries: the commit index reaches its end, durably
+    assert c[1].commit == 9 and rd.hard_state is not None and rd.hard_state.commit == 9
 
 
 def test_truncation_rolls_back_a_configuration_it_removes() -> None:
