@@ -181,6 +181,30 @@ def test_a_second_change_while_one_is_pending_is_refused_both_ways() -> None:
     assert c[1].config.endpoint_of(5) is None and 3 in c[1].voters()
 
 
+def test_the_status_names_the_last_refused_change_until_a_change_is_accepted() -> None:
+    """``change_refused`` is what an operator's console shows as the cause of a refusal: each refusal
+    replaces it (adds and removes alike) and an accepted change clears it."""
+    c = Cluster(3, PAPER)
+    c.elect_and_settle(1)
+
+    def shown() -> object:
+        return c[1].status()["change_refused"]
+
+    ask(c, 1, AddServerRequest(entries=(LogEntry(0, ClusterServer(2, "sim://elsewhere")),)))
+    assert shown() == {"server": 2, "why": "server 2 is already a member, at sim://2"}
+    ask(c, 1, remove(3))
+    assert shown() is None
+    ask(c, 1, remove(2))  # the removal of 3 is not committed yet
+    assert shown() == {
+        "server": 2,
+        "why": "a configuration change is still being committed; one configuration change at a time",
+    }
+    c.stabilize()
+    assert c[1].voters() == {1, 2}
+    ask(c, 1, add(4))
+    assert shown() is None
+
+
 def test_the_invitation_names_the_index_it_will_take_and_the_configuration_it_follows() -> None:
     c = Cluster(3, PAPER)
     c.elect_and_settle(1)
