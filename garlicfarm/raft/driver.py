@@ -155,7 +155,8 @@ class RaftDriver:
         self._machine_index = core.applied
         #: committed entries the core handed out, applied two reactor turns later (_apply_soon)
         self._to_apply: deque[tuple[int, LogEntry]] = deque()
-        self._apply_asked = False
+        #: the reactor call that applies them (cancelled by stop: a stopped node schedules nothing)
+        self._apply_call: IDelayedCall | None = None
         #: a hard state that changed only the commit index, not saved yet (_keep_commit)
         self._unsaved_commit: HardState | None = None
         self._commit_timer: IDelayedCall | None = None
@@ -259,6 +260,9 @@ class RaftDriver:
         self._timer = None
         if self._drain is not None and self._drain.active():
             self._drain.cancel()
+        if self._apply_call is not None and self._apply_call.active():
+            self._apply_call.cancel()
+        self._apply_call = None
         self._held.clear()  # what was waiting for a write never leaves
         self._to_apply.clear()
         self._end_transfers(None)
@@ -850,20 +854,21 @@ class RaftDriver:
         the socket sends them in the next turn's I/O, and only the turn after that applies. Applying
         first held them back for as long as the state machine took (a follower parses every entry),
         and with them the next commit: every node's work in series instead of overlapping."""
-        if not self._apply_asked:
-            self._apply_asked = True
-            self.reactor.callLater(0, self.reactor.callLater, 0, self._apply_queued)
+        if self._apply_call is None:
+            self._apply_call = self.reactor.callLater(0, self._apply_next_turn)
+
+    def _apply_next_turn(self) -> None:
+        self._apply_call = self.reactor.callLater(0, self._apply_queued)
 
     def _apply_queued(self) -> None:
-        self._apply_asked = False
+        self._apply_call = None
         if not self.running:
             return
         try:
             # a backlog a few Readies' worth at a time: ticks (heartbeats) and I/O run in between
             self._apply(2 * self.core.options.max_apply_per_ready)
             if self._to_apply:
-                self._apply_asked = True
-                self.reactor.callLater(0, self._apply_queued)
+                self._apply_call = self.reactor.callLater(0, self._apply_queued)
             self._maybe_compact()
         except StorageError:
             self._fail(Failure(), "storage failed, so that it cannot act on lost state")

@@ -295,7 +295,7 @@ def test_answers_leave_before_the_entries_are_applied() -> None:
     leader._process()
     assert answered and applied[1] == []
     now = [call for call in clock.getDelayedCalls() if call.getTime() == clock.seconds()]
-    assert [getattr(call, "func", None) for call in now] == [clock.callLater]  # a turn, then another
+    assert [getattr(call, "func", None) for call in now] == [leader._apply_next_turn]  # a turn, then another
     clock.advance(0)
     assert applied[1] == [(answered[0], b"[7]")]
 

@@ -98,7 +98,7 @@ def test_a_turn_asks_once_for_the_apply_however_many_readies_committed() -> None
         driver.submit(b"[%d]" % i)
     one_turn(driver)  # two Readies, each committing up to max_apply_per_ready entries
     assert machine.applied == []
-    assert due_now(clock).count(clock.callLater) == 1  # one apply, two turns from now
+    assert due_now(clock).count(driver._apply_next_turn) == 1  # one apply, two turns from now
     clock.advance(0)
     assert len(machine.applied) == 3 * limit
     assert machine.applied == sorted(machine.applied)
@@ -113,7 +113,7 @@ def test_a_backlog_is_applied_two_readies_worth_at_a_time_with_a_turn_in_between
         one_turn(driver)
     assert len(driver._to_apply) > 2 * limit
     for call in clock.getDelayedCalls():
-        if getattr(call, "func", None) == clock.callLater:
+        if getattr(call, "func", None) == driver._apply_next_turn:
             call.cancel()  # the apply those turns asked for: run by hand instead
     driver._apply_queued()
     assert len(machine.applied) == 2 * limit
@@ -126,7 +126,7 @@ def test_a_backlog_is_applied_two_readies_worth_at_a_time_with_a_turn_in_between
     assert machine.applied == sorted(machine.applied)
     driver.submit(b"[after]")
     one_turn(driver)  # nothing pending: a new commit asks again
-    assert due_now(clock).count(clock.callLater) == 1
+    assert due_now(clock).count(driver._apply_next_turn) == 1
 
 
 def test_what_committed_before_a_snapshot_is_applied_before_it_replaces_the_state() -> None:

@@ -12,6 +12,7 @@ import pytest
 from twisted.internet.defer import CancelledError
 from twisted.internet.task import Clock
 from twisted.logger import LogLevel
+from twisted.python.failure import Failure
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import EntryRefused, NodeStopped, NotLeader, RaftDriver
@@ -258,3 +259,37 @@ def test_with_group_commit_a_drain_handles_two_readies_then_yields() -> None:
     assert len(handled) == 2 and core.applied < core.commit  # the rest on later reactor turns
     clock.advance(0)
     assert len(handled) > 2 and core.applied == core.commit
+
+
+@pytest.mark.parametrize(
+    ("fixed_rate", "group_commit"),
+    [(True, False), (False, False), (False, True)],
+    ids=["fixed-rate", "sleeping", "group-commit"],
+)
+def test_a_stopped_driver_leaves_nothing_scheduled_and_nothing_waiting(
+    fixed_rate: bool, group_commit: bool
+) -> None:
+    """Stopping cancels the tick (a LoopingCall or the one timer), the drain, the commit-save timer
+    and the apply, and fails what waited: a stopped node embedded in a longer-lived reactor costs
+    nothing and never wakes again (statement deletion found each cancellation unchecked)."""
+    clock, driver = driver_with(
+        FailingTransport(CancelledError()), ONE, fixed_rate=fixed_rate, group_commit=group_commit
+    )
+    for _ in range(50):
+        clock.advance(0.01)
+    assert driver.core.is_leader()
+    waiting = [driver.submit(b"%d" % k) for k in range(3)]  # a drain is due, the writes not done
+    assert any(call.active() for call in clock.getDelayedCalls())
+    driver.stop()
+    assert [call for call in clock.getDelayedCalls() if call.active()] == []
+    assert all(d.called for d in waiting)  # committed before the stop, or failed by it
+    assert not driver._held and not driver._to_apply
+
+
+def test_a_second_stop_keeps_the_first_ones_cause() -> None:
+    _clock, driver = driver_with(FailingTransport(CancelledError()), ONE)
+    driver.stop(Failure(StorageError("the disk is full")))
+    first = driver.stopped_by
+    assert first is not None
+    driver.stop()
+    assert driver.stopped_by is first and not driver.running
