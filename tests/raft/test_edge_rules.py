@@ -127,12 +127,18 @@ def test_an_acknowledgement_of_entries_the_leader_never_sent_is_ignored() -> Non
 def test_a_probe_client_request_asks_who_leads() -> None:
     c = Cluster(3, PAPER)
     c.elect_and_settle(1)
+    next_index = c[1].log.last_index + 1
     on_leader = c.client(1, ClientRequest(entries=()))
     on_follower = c.client(2, ClientRequest(entries=()))
-    c.flush()
+    answers = [r.handle for r in c.ready(1).replies]
+    c.propose(1, b"later")  # the next commit: nothing more for the probe
+    c.stabilize()
+    c.tick(1, PAPER.heartbeat_ticks)
+    answers += [r.handle for r in c.ready(1).replies]
+    assert answers == [on_leader]  # one answer, at once
     yes, no = c.client_replies[on_leader], c.client_replies[on_follower]
     assert isinstance(yes, AppendEntriesResponse) and isinstance(no, AppendEntriesResponse)
-    assert (yes.accepted, yes.next_index) == (True, c[1].log.last_index + 1)
+    assert (yes.accepted, yes.next_index) == (True, next_index)
     assert (no.accepted, no.destination) == (False, 1)  # a follower names the leader
     assert c[1].log.last_index == c[2].log.last_index  # a probe appends nothing
 

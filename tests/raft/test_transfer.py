@@ -82,9 +82,11 @@ def test_client_requests_and_changes_are_refused_while_handing_over() -> None:
     _settled(c)
     c.isolate(2)  # TimeoutNow cannot arrive: the transfer stays pending
     c[1].transfer_leadership(2)
+    last = c[1].log.last_index
     handle = c.client(1, client_request(b"late"))
     answer = reply_of(c, handle, AppendEntriesResponse)
     assert (answer.accepted, answer.destination) == (False, 2)  # "ask server 2"
+    assert c[1].log.last_index == last  # refused, so not appended: a retry elsewhere is no duplicate
     assert c[1].change_refusal() == "handing the leadership over to server 2"
     add = c.step(1, AddServerRequest(entries=(LogEntry(0, ClusterServer(4, "sim://4")),)))
     assert not reply_of(c, add, AddServerResponse).accepted
