@@ -420,6 +420,18 @@ def test_the_removed_server_is_told_to_leave_as_soon_as_its_removal_commits() ->
     rd = c.ready(1)
     leaves = [s for s in rd.sends if isinstance(s.message, LeaveClusterRequest)]
     assert [(s.to, s.endpoint) for s in leaves] == [(3, "sim://3")]
+    # once: later commits do not tell it again
+    c.take(lambda e: e.dst == 3)
+    c.propose(1, b"after")
+    later: list[Request] = []
+    for _ in range(3):
+        c.tick(1, PAPER.heartbeat_ticks)
+        later += [e.message for e in c.take(lambda e: e.dst == 3)]
+        c.flush()
+        later += [e.message for e in c.take(lambda e: e.dst == 3)]
+        c.deliver(lambda e: 3 not in (e.src, e.dst))
+        c.flush()
+    assert c[1].commit == c[1].log.last_index and later == []
 
 
 # ------------------------------------------------------------------------------------ batching, answers
