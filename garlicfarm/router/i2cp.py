@@ -159,6 +159,8 @@ class I2CPPublisher:
             return
         try:
             session = await self._ensure_session()
+            if self._stopped():  # while the session was made: stop destroys it next
+                return
             metals = self.signer.sign(self._contents)
             assert self._conn is not None
             self._conn.send(i2cp.create_leaseset2(session, metals))
@@ -234,6 +236,10 @@ class I2CPPublisher:
         """RequestVariableLeaseSet: the router wants a leaseset for the session; it gets the Meta LS2."""
         if self._contents is not None and not self._lock.locked:
             self._lock.run(self._publish_now).addErrback(self._after_timer, "answer to the router")
+
+    def _stopped(self) -> bool:
+        """``stop`` came after the last ``publish`` (a method: mypy keeps attributes narrowed over awaits)."""
+        return self._contents is None
 
     def _stop_now(self) -> Deferred[None]:
         self._cancel_timer()
