@@ -142,3 +142,28 @@ def test_a_second_leader_of_a_term_is_an_alarm_logged_once_then_counted() -> Non
     assert len(alarms) == 2 and all(expected in text for text in alarms)
     assert "(1 refused so far)" in alarms[0] and "(6 refused so far)" in alarms[1]
     assert core.leader_id == lid and follower.status()["leader_conflicts"] == 6
+
+
+def test_each_durable_vote_is_one_line_naming_its_term_and_candidate() -> None:
+    """The power-loss tests find a vote given twice in one term (across a crash) from these lines:
+    each node says each vote it made durable once, none for a vote already on disk."""
+    events: list[dict[str, Any]] = []
+    observer = cast(ILogObserver, events.append)
+    globalLogPublisher.addObserver(observer)
+    try:
+        farm = Farm(3)
+        leader = farm.wait_for_leader()
+        for k in range(5):  # saves of entries and commit indexes after the vote, some fsynced
+            farm.submit([b"%d" % k])
+        farm.run(1.0)
+    finally:
+        globalLogPublisher.removeObserver(observer)
+    said: dict[int, list[str]] = {}
+    for e in events:
+        if e.get("log_format", "").startswith("vote in term"):
+            assert e["log_level"] is LogLevel.info
+            said.setdefault(id(e["log_source"]), []).append(formatEvent(e))
+    term, lid = leader.core.term, leader.core.id
+    assert [said[id(leader)]] == [[f"vote in term {term}: server {lid}"]]  # its own vote, once
+    voters = [lines for source, lines in said.items() if source != id(leader)]
+    assert voters and all(lines == [f"vote in term {term}: server {lid}"] for lines in voters)
