@@ -583,6 +583,21 @@ def test_an_append_entirely_below_a_snapshot_is_acknowledged_up_to_the_commit_in
     assert (reply.message.accepted, reply.message.next_index) == (True, 11)
 
 
+def test_an_append_that_starts_below_a_snapshot_appends_what_lies_beyond_it() -> None:
+    """An AppendEntries resent from before our snapshot (the leader's view of us was older) still
+    carries entries we lack: skip the covered part, append the rest (statement deletion: dropping
+    the skip made the follower drop the whole message and wait for a resend)."""
+    snapshot = SnapshotMeta(10, 2, configuration(3))
+    stored = StoredState(HardState(3, None, 10), snapshot, 11, ())
+    core = RaftCore(1, stored, random.Random(1), configuration(3), PAPER, b"state")
+    entries = [entry(2, b"%d" % i) for i in range(9, 13)]  # indexes 9..12, after prev 8
+    core.step(append(2, 1, 3, 8, 2, entries, commit=12), handle=7)
+    (reply,) = core.ready().replies
+    assert isinstance(reply.message, AppendEntriesResponse)
+    assert (reply.message.accepted, reply.message.next_index) == (True, 13)
+    assert core.log.last_index == 12 and core.log.slice(11, 13) == entries[2:] and core.commit == 12
+
+
 def test_a_vote_request_of_our_own_term_does_not_unseat_the_leader() -> None:
     c = Cluster(3, PAPER)
     c.elect_and_settle(1)
