@@ -398,12 +398,13 @@ def test_a_server_told_to_leave_stops_following() -> None:
     c = follower_with(1)
     c.step(1, append(2, 1, 3, 1, 1))
     assert c[1].leader_id == 2
-    leave = LeaveClusterRequest(source=2, destination=1, term=3)
+    leave = LeaveClusterRequest(source=2, destination=1, term=3, commit_index=7)
     handle = c.step(1, leave)
     answer = next(r.message for r in c.ready(1).replies if r.handle == handle)
     assert isinstance(answer, LeaveClusterResponse) and answer.accepted is True
     gone = c[1]
-    assert (gone.removed, gone.leader_id) == (True, None)
+    # removed by the configuration the leader committed by index 7 (what the operator is told)
+    assert (gone.removed, gone.leader_id, gone.removed_by) == (True, None, 7)
     c.tick(1, 4 * PAPER.election_ticks)
     assert c[1].role is Role.FOLLOWER  # a removed server never campaigns
 
