@@ -46,6 +46,19 @@ def test_without_pre_vote_peers_the_campaign_is_a_plain_one() -> None:
     assert (c[1].role, c[1].term, c[1].voted_for) == (Role.CANDIDATE, 1, 1)
 
 
+def test_without_negotiation_every_peer_is_asked_for_a_pre_vote_whatever_it_said() -> None:
+    """``pre_vote = true`` (not "auto"): what a handshake said is not asked; every peer gets a
+    pre-vote (statement deletion: the check of the mode was unchecked)."""
+    c = Cluster(3, GUARDED)
+    c[1].set_pre_vote_support(2, False)
+    requests = sends_of(c.campaign(1), RequestVoteRequest)
+    assert sorted((m.destination, m.commit_index) for m in requests) == [
+        (2, PRE_VOTE_MARKER),
+        (3, PRE_VOTE_MARKER),
+    ]
+    assert (c[1].role, c[1].term) == (Role.PRE_CANDIDATE, 0)
+
+
 def test_unknown_peers_are_asked_for_pre_votes() -> None:
     """Before a handshake says otherwise a peer is asked for a pre-vote; the transport drops it if the
     connection it would use shows the peer does not speak pre-vote (tests/net)."""
