@@ -79,9 +79,11 @@ def statements(path: Path) -> list[dict[str, Any]]:
                     "end": node.end_lineno or node.lineno,
                     "col": node.col_offset,
                     "log_only": _logs(node),
+                    "func": func.name,
                 }
             )
-    unique = {(s["line"], s["end"]): s for s in found}  # a statement is found once per enclosing def
+    # a statement is found once per enclosing def; the innermost (walked last) names it
+    unique = {(s["line"], s["end"]): s for s in found}
     return sorted(unique.values(), key=lambda s: (s["line"], s["end"]))
 
 
@@ -283,6 +285,13 @@ def main() -> int:
         "the tests given now do not reach keeps its former outcome), "
         "keep its other outcomes, and report the whole of it",
     )
+    parser.add_argument(
+        "--within",
+        nargs="+",
+        metavar="FUNCTION",
+        help="only the statements of functions of these names (with --again: only their survivors run "
+        "again, the former run's other outcomes are kept)",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("WORK", "JOBS", "RESULTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -307,13 +316,22 @@ def main() -> int:
             mutants.append(
                 {"module": module, "stmt": stmt, "tests": tests, "timeout": timeout, "source": source}
             )
+    if args.within:
+        mutants = [m for m in mutants if m["stmt"]["func"] in args.within]
     kept: list[dict[str, Any]] = []
     was: dict[tuple[str, int], str] = {}
     if args.again:
         former = [json.loads(line) for line in args.again.read_text().splitlines()]
         wanted = {(r["module"], r["source"]) for r in former if r["outcome"] in ("survived", "no tests")}
-        kept = [r for r in former if (r["module"], r["source"]) not in wanted and r["module"] in args.modules]
         mutants = [m for m in mutants if (m["module"], m["source"]) in wanted]
+        rerun = {(m["module"], m["stmt"]["line"]) for m in mutants}
+        kept = [
+            r
+            for r in former
+            if r["module"] in args.modules
+            and (r["module"], r["stmt"]["line"] if "stmt" in r else r["line"]) not in rerun
+            and ((r["module"], r["source"]) not in wanted or args.within)
+        ]
         # a statement the tests of this run do not reach keeps what the former run found
         was = {(r["module"], r["stmt"]["line"]): r["outcome"] for r in former if "stmt" in r}
     untested = [m for m in mutants if not m["tests"]]
