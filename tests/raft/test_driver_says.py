@@ -167,3 +167,25 @@ def test_each_durable_vote_is_one_line_naming_its_term_and_candidate() -> None:
     assert [said[id(leader)]] == [[f"vote in term {term}: server {lid}"]]  # its own vote, once
     voters = [lines for source, lines in said.items() if source != id(leader)]
     assert voters and all(lines == [f"vote in term {term}: server {lid}"] for lines in voters)
+
+
+@pytest.mark.parametrize("who", ["a follower", "the leader"])
+def test_a_removed_server_says_so_once_with_the_index_that_removed_it(who: str) -> None:
+    """A follower is told to leave; a leader removing itself sees its removal commit. Either says once,
+    at warn, from which index it is no longer a member (the operator stops it or adds it back)."""
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    gone = leader if who == "the leader" else next(d for d in farm.drivers.values() if d is not leader)
+    with driver_lines() as lines:
+        d = leader.remove_server(gone.core.id)
+        farm.run(1.0)
+        outcome(d)
+        farm.submit([b"after"])
+        farm.run(1.0)
+    index = max(at for at, config in leader.core._configs if gone.core.id not in config.ids())
+    said = [text for level, text in lines if level is LogLevel.warn and "removed from the farm" in text]
+    assert said == [
+        f"this server was removed from the farm at index {index}; it no longer votes or serves; "
+        "stop it or add it back"
+    ]
+    assert gone.core.removed
