@@ -269,6 +269,10 @@ def test_snapshot_chunks_out_of_order_are_answered_with_the_offset_wanted() -> N
     other = c.step(1, snapshot_chunk(12, 3, b"xyz", False))
     answer = next(r.message for r in c.ready(1).replies if r.handle == other)
     assert (answer.accepted, answer.next_index) == (False, 0)
+    # and the transfer under way is kept: its next chunk still fits
+    more = c.step(1, snapshot_chunk(9, 6, b"ghi", False))
+    answer = next(r.message for r in c.ready(1).replies if r.handle == more)
+    assert (answer.accepted, answer.next_index) == (True, 9)
 
 
 def test_a_candidate_that_hears_a_snapshot_from_the_leader_of_its_term_follows_it() -> None:
