@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 from twisted.logger import LogLevel
 
 from garlicfarm.raft.driver import NotLeader
@@ -90,3 +91,29 @@ def test_the_driver_passes_what_the_handshake_said_to_the_core() -> None:
     driver.set_transfer_support(2, False)
     driver.set_transfer_support(3, True)
     assert driver.core._transfer_support == {2: False, 3: True}
+
+
+def test_without_a_voter_that_speaks_transfer_the_leader_says_so_and_leads_on() -> None:
+    """JRaft peers take no part in a handover: the leader fires None at once, says why in one line,
+    and keeps taking requests (statement deletion: the path ran in no test)."""
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    # features negotiated ([raft] pre_vote = "auto"), and no peer's handshake offered transfer
+    leader.core.options = attrs.evolve(leader.core.options, negotiated_pre_vote=True)
+    for peer in _others(farm, leader.core.id):
+        leader.set_transfer_support(peer, False)
+    with driver_lines() as lines:
+        assert outcome(leader.transfer_leadership()) is None
+    assert lines == [
+        (LogLevel.info, "no voter can take the leadership over now (it needs the transfer feature)")
+    ]
+    assert leader.core.is_leader() and leader.core.transfer_target is None
+    assert len(farm.submit([b"still leading"])) == 1
+
+
+def test_a_stopped_driver_hands_nothing_over() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    leader.stop()
+    assert outcome(leader.transfer_leadership()) is None
+    assert leader.core.transfer_target is None
