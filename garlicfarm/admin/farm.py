@@ -17,8 +17,7 @@ from twisted.internet.defer import Deferred
 from garlicfarm.admin.auth import Credential
 from garlicfarm.admin.config import AdminConfig
 from garlicfarm.admin.history import LEVELS, HealthHistory
-from garlicfarm.app import scoring
-from garlicfarm.app.members import health
+from garlicfarm.app.members import dated_ahead, health
 from garlicfarm.app.state import FarmState
 from garlicfarm.net.client import FarmClient
 from garlicfarm.raft.driver import ChangeRefused, CommitTimeout, NodeStopped, NotLeader
@@ -98,7 +97,7 @@ class FarmHandle:
                 "last_status": None if record is None else record.date,
                 "last_status_age": age,
                 # dated too far past the farm's time to be believed (that member's clock is ahead)
-                "ahead": record is not None and scoring.ahead(record, state.now),
+                "ahead": dated_ahead(record, state.now),
                 "publisher": server.id == state.publisher,
                 "router": None,
                 "destinations": [],

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from garlicfarm.app import scoring
 
 if TYPE_CHECKING:
+    from garlicfarm.app.schema import StatusRecord
     from garlicfarm.service import GarlicFarmService
 
 #: a member this many commit-index entries behind the leader is "lagging"
@@ -44,6 +45,13 @@ def health(
     return "ok"
 
 
+def dated_ahead(record: StatusRecord | None, now: int) -> bool:
+    """Whether a member's report is dated too far past the farm's time to be believed. Before a quorum
+    has reported the farm has no time yet (0): no report can be judged ahead of it, and every member
+    would read as stale however fresh its reports."""
+    return record is not None and now > 0 and scoring.ahead(record, now)
+
+
 def member_details(node: GarlicFarmService, raft: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """Member id -> ``match`` (the leader's match index for it; None elsewhere), ``lag`` (entries behind
     the leader's commit index; leader only), ``report_age_s`` (seconds since its latest status report,
@@ -65,7 +73,7 @@ def member_details(node: GarlicFarmService, raft: dict[str, Any]) -> dict[int, d
             match = progress["match"] if progress and leading else None
         lag = max(0, raft["commit_index"] - match) if match is not None else None
         age = node.liveness.age_s(server.id, None if record is None else record.date, local)
-        ahead = record is not None and scoring.ahead(record, state.now)
+        ahead = dated_ahead(record, state.now)
         details[server.id] = {
             "match": match,
             "lag": lag,

@@ -108,3 +108,5 @@ def test_before_the_farm_has_a_time_ages_count_from_when_this_node_heard_each_me
     latest = {2: status(2, NOW_MS), 3: status(3, NOW_MS)}
     details = member_details(node(range(1, 4), latest, leader=False, now=0, liveness=liveness), raft())
     assert [d["report_age_s"] for d in details.values()] == [None, 30.2, 400.0]  # 1 never reported
+    # no farm time yet: no report is dated ahead of it, each member's health is its own
+    assert [d["health"] for d in details.values()] == ["down", "ok", "down"]
