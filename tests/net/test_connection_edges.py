@@ -26,7 +26,7 @@ from twisted.logger import LogEvent, Logger, LogLevel, capturedLogs, formatEvent
 from twisted.python.failure import Failure
 from twisted.test.iosim import FakeTransport, IOPump, connect
 
-from garlicfarm.handshake import ChallengeCache, ClientConfig, NonceRegistry, ServerConfig
+from garlicfarm.handshake import ChallengeCache, ClientConfig, NonceRegistry
 from garlicfarm.net.budget import BufferBudget, RateLimitedLog
 from garlicfarm.net.connection import (
     Backpressure,
@@ -48,11 +48,9 @@ from garlicfarm.wire import (
     encode,
 )
 from garlicfarm.wire import Limits as WireLimits
-from tests.net.test_connection import Handler, answer
+from tests.net.test_connection import CLIENT, SERVER, Handler, answer
 
 LIMITS = ConnectionLimits(handshake_timeout=5, idle_timeout=60, max_pipelined=2, response_timeout=20)
-SERVER = ServerConfig(credentials={"farm": "secret"}, cluster="farm")
-CLIENT = ClientConfig(host="127.0.0.1:9001", username="farm", password="secret", cluster="farm")
 ADDRESS = IPv4Address("TCP", "192.0.2.7", 40000)
 INTERVAL = 10.0  # the admission's rate-limited log
 

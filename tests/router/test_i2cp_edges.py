@@ -26,8 +26,8 @@ from twisted.python.failure import Failure
 from garlicfarm.i2p import i2cp
 from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
 from garlicfarm.router.i2cp import I2CPPublisher
-from garlicfarm.router.publishers import PublishError
 from tests.i2p.keysource import counter_random
+from tests.router.outcomes import delays, failure_text, outcome
 from tests.router.test_i2cp_publisher import (
     CONTENTS,
     MASTER,
@@ -67,25 +67,6 @@ def start(
     clock, router = Clock(), Router()
     clock.advance(at)
     return I2CPPublisher(clock, cast(IStreamClientEndpoint, router), keys, **kwargs), clock, router
-
-
-def outcome(d: Deferred[None]) -> Failure | None:
-    """The Deferred's result, which it has at once here: None, or the Failure."""
-    results: list[Failure | None] = []
-    d.addBoth(results.append)
-    assert len(results) == 1
-    return results[0]
-
-
-def failure_text(d: Deferred[None]) -> str:
-    """The message of the PublishError the Deferred failed with."""
-    failure = outcome(d)
-    assert failure is not None and failure.check(PublishError)
-    return str(failure.value)
-
-
-def delays(clock: Clock) -> list[float]:
-    return [call.getTime() - clock.seconds() for call in clock.getDelayedCalls()]
 
 
 def closing(transport: StringTransport) -> bool:

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.logger import LogEvent, LogLevel, capturedLogs, formatEvent
-from twisted.python.failure import Failure
 
 from garlicfarm.i2p.build import check_leaf
 from garlicfarm.i2p.encoding import b32
@@ -24,9 +22,9 @@ from garlicfarm.i2p.keys import PrivateKeyFile, create_master, create_transient
 from garlicfarm.i2p.metals import ENTRY_LEASESET2, MetaLeaseSet
 from garlicfarm.router import signed
 from garlicfarm.router.interface import MetaLease
-from garlicfarm.router.publishers import PublishError
 from garlicfarm.router.signed import BinaryFilePublisher, MetaLSSigner
 from tests.i2p.keysource import counter_random
+from tests.router.outcomes import delays, failure_text, outcome
 
 MASTER = create_master(counter_random("master"))
 LEAF = create_master(counter_random("leaf")).destination
@@ -43,26 +41,6 @@ def publisher_at(
     clock = Clock()
     clock.advance(NOW)
     return BinaryFilePublisher(path, keys, expires=expires, reactor=clock), clock
-
-
-def outcome(d: Deferred[None]) -> Failure | None:
-    """The Deferred's result, which these publishers have at once: None, or the Failure."""
-    results: list[Failure | None] = []
-    d.addBoth(results.append)
-    assert len(results) == 1
-    return results[0]
-
-
-def failure_text(d: Deferred[None]) -> str:
-    """The message of the PublishError the Deferred failed with."""
-    failure = outcome(d)
-    assert failure is not None and failure.check(PublishError)
-    return str(failure.value)
-
-
-def delays(clock: Clock) -> list[float]:
-    """The seconds until each pending call (the publisher's renewal or retry)."""
-    return [call.getTime() - clock.seconds() for call in clock.getDelayedCalls()]
 
 
 def warnings(events: Sequence[LogEvent]) -> list[str]:
