@@ -14,6 +14,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IConsumer, IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
+from twisted.web import http
 from twisted.web.client import ResponseDone
 from twisted.web.http import PotentialDataLoss
 from twisted.web.http_headers import Headers
@@ -23,6 +24,9 @@ from zope.interface import implementer
 from garlicfarm.tls.errors import UnpinnedPeer
 
 MAX_RESPONSE = 1 << 20
+#: Twisted's (private) exception for a body cut short; looked up, so that a Twisted without it only
+#: loses the plainer words, never the import
+_DATA_LOSS: type[BaseException] | tuple[()] = getattr(http, "_DataLoss", ())
 
 
 class RequestFailed(Exception):
@@ -165,6 +169,8 @@ def describe(exc: BaseException | None, timeout: float | None = None) -> str:
         return str(exc)
     if isinstance(exc, SSL.Error):
         return f"TLS failed: {exc}"
+    if isinstance(exc, _DATA_LOSS):  # fewer bytes than the Content-Length, or an unfinished chunked body
+        return "the server closed the connection in the middle of the answer"
     if isinstance(exc, error.ConnectionLost | error.ConnectionDone):
         return "the server closed the connection without a complete answer (not an HTTP(S) server?)"
     if isinstance(exc, error.ConnectError):
