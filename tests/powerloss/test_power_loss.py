@@ -5,9 +5,10 @@ majority at once, the whole farm, a node again while the farm elects, and (with 
 entries) a node while it installs a snapshot and while the leader compacts.
 
 Checked after each run, from the nodes' own files and logs: every acknowledged write is in every
-node's log at the index it was acknowledged with (or under the node's snapshot, when it compacted), the nodes' logs agree index by index, and no node gave
-two votes in one term. The same run against a store that does not fsync (``[storage] fsync = false``)
-must fail these checks: that is what shows the test sees what process kills cannot."""
+node's log at the index it was acknowledged with (or under the node's snapshot, when it compacted),
+the nodes' logs agree index by index, and no node gave two votes in one term. The same run against a
+store that does not fsync (``[storage] fsync = false``) must fail these checks: that is what shows
+the test sees what process kills cannot."""
 
 from __future__ import annotations
 

@@ -300,7 +300,7 @@ def test_an_installed_snapshot_brings_its_configuration_and_commit_index_in_forc
         ),
     )
     rd = c.ready(1)
-    assert (c[1].log.snapshot_index, c[1].voters(), c[1].config_index) == (9, {1, 2, 3, 4}, 9)
+    assert (c[1].log.snapshot_index, c[1].voters(), c[1].config_index) == (9, frozenset({1, 2, 3, 4}), 9)
     assert c[1].config_at(9).ids() == {1, 2, 3, 4} and c[1].quorum() == 3
     # a snapshot holds only committed entries: the commit index reaches its end, durably
     assert c[1].commit == 9 and rd.hard_state is not None and rd.hard_state.commit == 9
@@ -428,7 +428,7 @@ def test_the_removed_server_is_told_to_leave_as_soon_as_its_removal_commits() ->
     # once: later commits do not tell it again
     c.take(lambda e: e.dst == 3)
     c.propose(1, b"after")
-    later: list[Request] = []
+    later: list[object] = []
     for _ in range(3):
         c.tick(1, PAPER.heartbeat_ticks)
         later += [e.message for e in c.take(lambda e: e.dst == 3)]
