@@ -20,6 +20,7 @@ from garlicfarm.router.i2pcontrol import I2PControlRouter
 from garlicfarm.router.interface import RouterUnavailable
 from tests.router.fake_i2pcontrol import PASSWORD, FakeI2PControl
 from tests.router.memory_http import Connection, response
+from tests.router.outcomes import outcome, value
 
 URL = "http://127.0.0.1:7650/jsonrpc"
 Answer = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -49,15 +50,23 @@ class Server:
         return self.connections[start:]
 
 
+METHOD_NOT_FOUND = {"code": -32601, "message": "Method not found"}
+INTERNAL_ERROR = {"code": -32603, "message": "Internal error"}
+
+
+def failing(fake: FakeI2PControl, errors: dict[str, dict[str, Any]]) -> Answer:
+    """``fake``'s answers, but for the methods in ``errors``, which it answers with that JSON-RPC error."""
+
+    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method in errors:
+            return {"error": errors[method]}
+        return fake.answer(method, params)
+
+    return answer
+
+
 def serve(reactor: MemoryReactorClock, answer: Answer) -> list[Connection]:
     return Server(reactor, answer).run()
-
-
-def outcome(d: Deferred[Any]) -> Any:
-    results: list[Any] = []
-    d.addBoth(results.append)
-    assert len(results) == 1, "not finished"
-    return results[0]
 
 
 def unavailable(d: Deferred[Any]) -> str:
@@ -71,7 +80,7 @@ def test_the_requests_byte_for_byte() -> None:
     reactor = MemoryReactorClock()
     d = router(reactor).router_status()
     connections = serve(reactor, FakeI2PControl("java").answer)
-    assert outcome(d).job_lag_ms == 13
+    assert value(d).job_lag_ms == 13
     head = (
         b"POST /jsonrpc HTTP/1.1\r\nConnection: close\r\nContent-Length: %d\r\n"
         b"Content-Type: application/json\r\nAccept: application/json\r\nHost: 127.0.0.1:7650\r\n\r\n"
@@ -118,12 +127,7 @@ def test_a_numeric_token_is_sent_as_a_string() -> None:
 
 
 def test_json_rpc_error_names_the_method() -> None:
-    fake = FakeI2PControl("java")
-
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "RouterInfo":
-            return {"error": {"code": -32603, "message": "Internal error"}}
-        return fake.answer(method, params)
+    answer = failing(FakeI2PControl("java"), {"RouterInfo": INTERNAL_ERROR})
 
     reactor = MemoryReactorClock()
     d = router(reactor).router_status()
@@ -137,23 +141,16 @@ def methods(connections: list[Connection]) -> list[str]:
 
 def test_only_getrates_method_not_found_stops_asking_for_it() -> None:
     """NetworkSetting's "method not found", or GetRate failing otherwise, leaves GetRate asked."""
-    fake = FakeI2PControl("java")
-
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "NetworkSetting":
-            return {"error": {"code": -32601, "message": "Method not found"}}
-        if method == "GetRate":
-            return {"error": {"code": -32603, "message": "Internal error"}}
-        return fake.answer(method, params)
+    answer = failing(FakeI2PControl("java"), {"NetworkSetting": METHOD_NOT_FOUND, "GetRate": INTERNAL_ERROR})
 
     reactor = MemoryReactorClock()
     client, server = router(reactor), Server(reactor, answer)
     d = client.router_status()
     first = server.run()
-    assert outcome(d).job_lag_ms == 0
+    assert value(d).job_lag_ms == 0
     d = client.router_status()
     second = server.run()
-    assert outcome(d).bandwidth_configured == 0
+    assert value(d).bandwidth_configured == 0
     assert methods(first) == ["Authenticate", "RouterInfo", "NetworkSetting", "GetRate"]
     assert methods(second) == ["RouterInfo", "NetworkSetting", "GetRate"]
 
@@ -164,10 +161,10 @@ def test_without_getrate_the_job_lag_is_zero() -> None:
     client, server = router(reactor), Server(reactor, FakeI2PControl("i2pd").answer)
     d = client.router_status()
     server.run()
-    assert outcome(d).job_lag_ms == 0
+    assert value(d).job_lag_ms == 0
     d = client.router_status()
     assert methods(server.run()) == ["RouterInfo", "NetworkSetting"]
-    assert outcome(d).job_lag_ms == 0
+    assert value(d).job_lag_ms == 0
 
 
 def test_authenticate_and_call() -> None:
@@ -185,11 +182,7 @@ def test_authenticate_and_call() -> None:
 
 def test_log_lines_of_a_renewed_token_and_a_missing_method() -> None:
     fake = FakeI2PControl("java")
-
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "GetRate":
-            return {"error": {"code": -32601, "message": "Method not found"}}
-        return fake.answer(method, params)
+    answer = failing(fake, {"GetRate": METHOD_NOT_FOUND})
 
     reactor = MemoryReactorClock()
     client, server = router(reactor), Server(reactor, answer)

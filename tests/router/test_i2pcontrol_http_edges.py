@@ -22,6 +22,7 @@ from twisted.web.client import Agent, ResponseNeverReceived
 
 from garlicfarm.router.i2pcontrol_http import HTTPStatusError, RequestFailed, describe, post
 from tests.router.memory_http import Connection, chunked, response
+from tests.router.outcomes import outcome
 
 URL = "http://127.0.0.1:7650/jsonrpc"
 REFUSED = "connection refused (is the router running, with I2PControl enabled on that port?)"
@@ -36,13 +37,6 @@ def start(
     agent = Agent(reactor, connectTimeout=10)
     d = post(agent, reactor, URL, body, timeout=10, max_size=max_size, **kwargs)
     return reactor, d, Connection(reactor)
-
-
-def outcome(d: Deferred[bytes]) -> bytes | Failure:
-    results: list[bytes | Failure] = []
-    d.addBoth(results.append)
-    assert len(results) == 1, "the request has not finished"
-    return results[0]
 
 
 def error(d: Deferred[bytes]) -> RequestFailed:

@@ -37,12 +37,12 @@ from garlicfarm.router.publishers import (
     CommandPublisher,
     FilePublisher,
     NullPublisher,
-    PublishError,
     URLPublisher,
     document,
     encode,
 )
 from tests.router.memory_http import Connection, response
+from tests.router.outcomes import failure_text, outcome
 
 LEASES = (MetaLease("leaf-a", 100), MetaLease("leaf-b", 7))
 PUBLISHED = (
@@ -56,13 +56,6 @@ def clock_ms() -> int:
     return 1234
 
 
-def outcome(d: Deferred[None]) -> Any:
-    results: list[Any] = []
-    d.addBoth(results.append)
-    assert len(results) == 1, "not finished"
-    return results[0]
-
-
 def pending(d: Deferred[None]) -> bool:
     """Whether the Deferred has no result yet (its result, if any, is passed on untouched)."""
     results: list[Any] = []
@@ -73,13 +66,6 @@ def pending(d: Deferred[None]) -> bool:
 
     d.addBoth(keep)
     return not results
-
-
-def failure_text(d: Deferred[None]) -> str:
-    """The message of the PublishError the Deferred failed with."""
-    failure = outcome(d)
-    assert isinstance(failure, Failure) and failure.check(PublishError), failure
-    return str(failure.value)
 
 
 # -- the document
