@@ -7,16 +7,11 @@ peer that goes away with work in flight, and no error escaping into the reactor.
 
 from __future__ import annotations
 
-import datetime
 import gc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from OpenSSL import SSL, crypto
 from twisted.internet.address import IPv4Address, UNIXAddress
 from twisted.internet.error import ConnectionDone
@@ -38,6 +33,7 @@ from garlicfarm.net.connection import (
 )
 from garlicfarm.net.refusals import RefusalCounts
 from garlicfarm.raft.driver import NodeStopped
+from garlicfarm.tls.certs import new_ca
 from garlicfarm.tls.errors import UnpinnedPeer
 from garlicfarm.wire import (
     AppendEntriesRequest,
@@ -106,20 +102,8 @@ class TLSTransport(FakeTransport):
 
 
 def certificate(name: str) -> crypto.X509:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    return crypto.X509.from_cryptography(cert)
+    """A self-signed certificate whose common name is ``name`` (what the link's identity reads)."""
+    return crypto.X509.from_cryptography(new_ca(name).certificate)
 
 
 class Link:
