@@ -164,6 +164,7 @@ class I2CPPublisher:
             metals = self.signer.sign(self._contents)
             assert self._conn is not None
             self._conn.send(i2cp.create_leaseset2(session, metals))
+            self.signer.published(metals)
         except (OfflineExpired, RouterGone, OSError) as e:
             self._failed(e)
             self._retry()

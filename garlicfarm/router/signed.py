@@ -54,14 +54,19 @@ class MetaLSSigner:
         self.farm_newest: Callable[[], int | None] | None = None
 
     def sign(self, contents: Sequence[MetaLease]) -> MetaLeaseSet:
-        """A new Meta LS2; :class:`OfflineExpired` once the member's offline signature is past."""
+        """A new Meta LS2; :class:`OfflineExpired` once the member's offline signature is past. It is
+        the live one (:attr:`current`, the status) only once its publisher delivered it:
+        :meth:`published`."""
         now = self._clock_s()
         self.warn_if_expiring()
         leases = [(lease.destination, lease.weight) for lease in contents if self._is_leaf(lease.destination)]
         metals = build(self.keys, leases, int(now), expires=self.expires, last_published=self._newest(now))
         self._last_published = metals.published
-        self.current = metals
         return metals
+
+    def published(self, metals: MetaLeaseSet) -> None:
+        """``metals`` reached its destination (the file, the router): it is the live one now."""
+        self.current = metals
 
     def _newest(self, now: float) -> int | None:
         """The newest ``published`` to beat: this member's own, or the farm's (a handover must publish
@@ -159,7 +164,6 @@ class BinaryFilePublisher:
         return succeed(None)
 
     def _write(self, contents: tuple[MetaLease, ...]) -> None:
-        written = self.signer.current
         try:
             metals = self.signer.sign(contents)
             write_atomically(self.path, metals.encoded)
@@ -167,11 +171,11 @@ class BinaryFilePublisher:
             self._renew_in(self.RETRY_S)
             raise PublishError(str(e)) from None
         except OSError as e:
-            # the file still holds the one written before, if any (the write is atomic): the status
-            # shows that one, not the one just signed
-            self.signer.current = written
+            # the file still holds the one written before, if any (the write is atomic), and so
+            # does the status
             self._renew_in(self.RETRY_S)
             raise PublishError(f"{self.path}: cannot write the Meta LS2: {e.strerror or e}") from None
+        self.signer.published(metals)
         self._renew_in(max(1.0, metals.expires * RENEW_AT))
 
     def _renew_in(self, seconds: float) -> None:

@@ -77,7 +77,7 @@ def test_seconds_left_stop_at_zero_once_the_meta_ls2_has_expired() -> None:
     clock = Clock()
     clock.advance(NOW)
     signer = MetaLSSigner(MEMBER, 600, clock.seconds)
-    signer.sign(CONTENTS)
+    signer.published(signer.sign(CONTENTS))
     clock.advance(599)
     assert signer.status()["secondsLeft"] == 1
     clock.advance(1)
