@@ -23,7 +23,6 @@ from twisted.internet.interfaces import (
     ITransport,
 )
 from twisted.internet.protocol import Protocol, connectionDone
-from twisted.logger import Logger
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
 from twisted.web import server
@@ -75,6 +74,7 @@ class RequestDeadline(ProtocolWrapper):
         self.transport.abortConnection()  # type: ignore[union-attr]
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self.connected = False  # Twisted leaves it set; an answer finished later must set no deadline
         self.request_received()
         super().connectionLost(reason)  # type: ignore[no-untyped-call]
 
@@ -84,23 +84,21 @@ class LimitedSite(WrappingFactory[RequestDeadline]):
     """Wraps the console's :class:`~twisted.web.server.Site` with a connection cap and request deadlines."""
 
     protocol = RequestDeadline
-    log = Logger()
 
     def __init__(
         self,
         site: server.Site,
         clock: IReactorTime,
-        events: RateLimitedLog | None = None,
+        events: RateLimitedLog,
         *,
-        max_connections: int = 64,
-        request_deadline: float = 30.0,
+        max_connections: int,
+        request_deadline: float,
     ) -> None:
         super().__init__(site)  # type: ignore[no-untyped-call]
-        self.site = site
         self.clock = clock
         self.max_connections = max_connections
         self.request_deadline = request_deadline
-        self.events = events or RateLimitedLog(clock, self.log)
+        self.events = events
 
     def acceptableProtocols(self) -> list[bytes]:
         """ALPN under TLS: HTTP/1.1 only. Without an answer here OpenSSL fails every handshake whose

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from garlicfarm.admin.auth import Credential, DigestGuard, Refused, User
-from garlicfarm.handshake.digest import Algorithm, Challenge, DigestCredentials
+from garlicfarm.handshake.digest import Algorithm, Challenge, DigestCredentials, compute_response
 from garlicfarm.handshake.nonces import NonceRegistry
 
 LIFETIME = 3600.0
@@ -107,3 +107,63 @@ def test_the_challenge_offers_a_nonce_that_then_works() -> None:
     nonce = headers[0].split('nonce="')[1].split('"')[0]
     assert isinstance(_check(guard, _authorization(nonce), ISSUED + LIFETIME), User)
     assert isinstance(_check(guard, _authorization(nonce, nc=2), ISSUED + LIFETIME + 0.001), Refused)
+
+
+def _fresh(guard: DigestGuard) -> str:
+    return guard.nonces.issue(ISSUED)
+
+
+@pytest.mark.parametrize(
+    ("authorization", "reason"),
+    [
+        (None, "no credentials"),
+        ("Basic ZmFybTpzZWNyZXQ=", "not Digest"),
+        ('Digest username="farm"', "bad credentials: missing realm, nonce, uri, response, qop, nc, cnonce"),
+    ],
+)
+def test_a_refusal_says_what_was_wrong_with_the_header(authorization: str | None, reason: str) -> None:
+    guard = _guard()
+    assert guard.authenticate(authorization, "GET", "/api/farms", CREDENTIALS, ISSUED) == Refused(reason)
+
+
+def test_a_refusal_names_the_realm_uri_or_user_that_did_not_match() -> None:
+    guard = _guard()
+    other_realm = _authorization(_fresh(guard)).replace('realm="garlicfarm-admin"', 'realm="elsewhere"')
+    assert _check(guard, other_realm, ISSUED) == Refused("realm 'elsewhere'")
+    other_uri = _authorization(_fresh(guard), uri="/api/other")
+    assert _check(guard, other_uri, ISSUED) == Refused("uri '/api/other' is not the request target")
+    stranger = _authorization(_fresh(guard)).replace('username="farm"', 'username="eve"')
+    assert _check(guard, stranger, ISSUED) == Refused("unknown user 'eve'")
+
+
+def test_a_qop_spelled_in_capitals_is_hashed_as_sent() -> None:
+    """RFC 7616's response covers the qop token the client sent; a client spelling it ``AUTH`` hashed
+    ``AUTH``, so the console checks that spelling, not its own."""
+    guard = _guard()
+    nonce = _fresh(guard)
+    response = compute_response(
+        Algorithm.SHA256,
+        username="farm",
+        realm="garlicfarm-admin",
+        password="secret",
+        method="GET",
+        uri="/api/farms",
+        nonce=nonce,
+        nc="00000001",
+        cnonce="c0ffee",
+        qop="AUTH",
+    )
+    authorization = (
+        f'Digest username="farm", realm="garlicfarm-admin", uri="/api/farms", algorithm=SHA-256, '
+        f'nonce="{nonce}", nc=00000001, cnonce="c0ffee", qop=AUTH, response="{response}"'
+    )
+    assert _check(guard, authorization, ISSUED) == User("farm", frozenset({"farm"}))
+
+
+def test_a_challenge_carries_the_consoles_opaque_and_is_stale_only_when_asked() -> None:
+    guard = _guard()
+    fresh, stale = guard.challenges(ISSUED), guard.challenges(ISSUED, stale=True)
+    for header in fresh + stale:
+        assert f'opaque="{guard.nonces.opaque}"' in header
+    assert not any("stale" in h for h in fresh)
+    assert all(h.endswith("stale=true") for h in stale)

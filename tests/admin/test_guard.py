@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import string
+
 import pytest
 
 from garlicfarm.admin.guard import CsrfTokens, origin_refusal
@@ -124,3 +126,34 @@ def test_valid_says_what_check_says() -> None:
     token = tokens.token_for("farm")
     assert tokens.valid("farm", token)
     assert not tokens.valid("other", token) and not tokens.valid("farm", None)
+
+
+def test_a_tokens_mac_covers_its_window_number() -> None:
+    """An expired token relabelled with the current window's number is wrong: the number is under
+    the MAC, so a stolen token cannot be carried forward."""
+    now = [250.0]
+    tokens = CsrfTokens(b"k" * 32, lambda: now[0], window=100.0)
+    number, _, mac = tokens.token_for("farm").partition(".")
+    now[0] = 450.0
+    assert tokens.check("farm", f"{int(number) + 2}.{mac}") == "wrong"
+    assert tokens.check("farm", tokens.token_for("farm")) == "valid"
+
+
+def test_a_token_is_its_window_number_and_a_192_bit_mac_in_url_safe_base64() -> None:
+    """What the page sends back in ``X-CSRF-Token``: digits, a dot, 32 characters (no padding)."""
+    token = CsrfTokens(b"k" * 32, lambda: 250.0, window=100.0).token_for("farm")
+    number, _, mac = token.partition(".")
+    assert number == "2"
+    assert len(mac) == 32 and set(mac) <= set(string.ascii_letters + string.digits + "-_")
+
+
+@pytest.mark.parametrize("window", [0.5, 1e-3])
+def test_a_csrf_window_may_be_any_positive_length(window: float) -> None:
+    tokens = CsrfTokens(b"k" * 32, lambda: 10.0, window=window)
+    assert tokens.check("farm", tokens.token_for("farm")) == "valid"
+
+
+@pytest.mark.parametrize("window", [0.0, -1.0, float("nan")])
+def test_a_csrf_window_that_is_not_positive_is_refused(window: float) -> None:
+    with pytest.raises(ValueError, match=f"^the CSRF window must be positive, not {window!r}$"):
+        CsrfTokens(b"k" * 32, lambda: 10.0, window=window)
