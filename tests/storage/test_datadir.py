@@ -26,6 +26,7 @@ def test_access_refused_by_the_permissions(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(DataDirNotWritable) as info:
         prepare_data_dir(tmp_path)
     assert str(info.value) == f"{tmp_path}: {PREFIX}: permission denied"
+    assert info.value.directory == str(tmp_path)
 
 
 def test_a_write_refused_by_the_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,3 +80,46 @@ def test_a_mount_that_cannot_be_asked_is_taken_for_permissions(
     monkeypatch.setattr(os, "statvfs", unknown)
     with pytest.raises(DataDirNotWritable, match="permission denied$"):
         prepare_data_dir(tmp_path)
+
+
+@pytest.mark.parametrize("needed", [os.W_OK, os.X_OK])
+def test_a_directory_we_may_not_write_or_enter_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, needed: int
+) -> None:
+    """Creating a file needs both write and search permission on the directory."""
+    monkeypatch.setattr(os, "access", lambda path, mode, **kwargs: not mode & needed)
+    with pytest.raises(DataDirNotWritable):
+        prepare_data_dir(tmp_path)
+
+
+def test_the_probe_is_made_in_the_data_directory_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a file made there shows what its mount allows (elsewhere, /tmp may well be writable)."""
+    directory = tmp_path / "data"
+    directory.mkdir()
+    real_open = os.open
+
+    def refuse_inside(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).startswith(str(directory)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refuse_inside)
+    with pytest.raises(DataDirNotWritable, match="cannot create a file in it: Read-only file system"):
+        prepare_data_dir(directory)
+
+
+def test_a_probe_that_fails_for_another_reason_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "open", full)
+    with pytest.raises(StorageError) as info:
+        prepare_data_dir(tmp_path)
+    assert (
+        str(info.value) == f"{tmp_path}: cannot create a file in the data directory: No space left on device"
+    )
+    assert not isinstance(info.value, DataDirNotWritable)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from garlicfarm.storage._rules import MAX_INDEX, check_save, check_snapshot
+from garlicfarm.storage._rules import MAX_INDEX, check_hard_state, check_save, check_snapshot
 from garlicfarm.storage.interface import HardState, SnapshotMeta
 from garlicfarm.storage.memory import MemoryLogStore
 from tests.storage.conftest import app, config
@@ -34,3 +34,13 @@ def test_a_forked_memory_store_keeps_its_term_and_vote() -> None:
     fork = store.copy()
     assert fork.hard_state == HardState(7, 2, 0)
     assert fork.load() == store.load()
+
+
+@pytest.mark.parametrize("field", ["term", "voted_for", "commit"])
+def test_a_hard_state_may_hold_the_largest_long_and_not_one_more(field: str) -> None:
+    values = {"term": 1, "voted_for": 1, "commit": 1}
+    check_hard_state(HardState(**{**values, field: MAX_INDEX}))
+    with pytest.raises(ValueError, match=f"^{field} {MAX_INDEX + 1} is outside 0..2\\^63-1$"):
+        check_hard_state(HardState(**{**values, field: MAX_INDEX + 1}))
+    with pytest.raises(ValueError, match=f"^{field} -1 is outside"):
+        check_hard_state(HardState(**{**values, field: -1}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -116,3 +117,53 @@ def test_every_crash_point_of_taking_a_snapshot_recovers(tmp_path: Path) -> None
 def test_a_missing_snapshot_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="compacted to index 120 but that snapshot's file is missing"):
         recover(META, FileSnapshotStore(tmp_path / "snapshot"))
+
+
+def _at(index: int) -> SnapshotMeta:
+    return SnapshotMeta(index, 7, META.config)
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_pruning_keeps_only_the_one_named_newer_and_older_go(tmp_path: Path, kind: str) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot") if kind == "file" else MemorySnapshotStore()
+    for index in (20, 30, 10):  # neither the first saved nor the last is the newest
+        store.save(_at(index), b"state %d" % index)
+    assert store.load() == (_at(30), b"state 30")
+    store.prune(_at(20))
+    assert [store.load(_at(i)) for i in (10, 20, 30)] == [None, (_at(20), b"state 20"), None]
+    assert store.load() == (_at(20), b"state 20")
+
+
+def test_a_damaged_old_snapshot_is_pruned_without_being_read(tmp_path: Path) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    store.save(_at(10), b"old")
+    store.save(_at(20), b"new")
+    (tmp_path / "snapshot.10").write_bytes(b"GFSNAP1\n torn")
+    store.prune(_at(20))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.20"]
+
+
+def test_a_snapshot_that_cannot_be_removed_or_read_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSnapshotStore(tmp_path / "snapshot")
+    store.save(_at(10), b"old")
+    (tmp_path / "snapshot.30").mkdir()  # something unreadable where a snapshot should be
+    with pytest.raises(StorageError) as raised:
+        store.load()
+    assert str(raised.value) == f"cannot read snapshot {tmp_path / 'snapshot.30'}: Is a directory"
+    with pytest.raises(StorageError) as raised:
+        store.prune(_at(10))
+    assert str(raised.value) == f"cannot remove old snapshot {tmp_path / 'snapshot.30'}: Is a directory"
+
+
+def test_a_checksum_failure_shows_both_digests(tmp_path: Path) -> None:
+    FileSnapshotStore(tmp_path / "snapshot").save(META, b"some application state")
+    path = tmp_path / "snapshot.120"
+    raw = bytearray(path.read_bytes())
+    raw[40] ^= 0x01
+    path.write_bytes(bytes(raw))
+    stored, computed = bytes(raw[-32:]).hex()[:16], hashlib.sha256(raw[:-32]).hexdigest()[:16]
+    with pytest.raises(StorageError) as raised:
+        FileSnapshotStore(tmp_path / "snapshot").load()
+    assert f"fails its checksum (stored SHA-256 {stored}…, computed {computed}…)" in str(raised.value)
