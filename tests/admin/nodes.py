@@ -18,12 +18,23 @@ from twisted.python.failure import Failure
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.farm import FarmHandle
 from garlicfarm.admin.site import AdminSite
-from garlicfarm.config import parse_config
+from garlicfarm.config import TLSConfig, parse_config
 from garlicfarm.handshake.authheader import parse_challenges
 from garlicfarm.handshake.digest import Algorithm, Challenge, DigestCredentials
 from garlicfarm.service import GarlicFarmService
+from garlicfarm.tls import issue_node, new_ca, write_certified_key
 
 PASSWORD = "correct horse battery staple"
+
+FARM_CA = new_ca("farm CA")
+NODE_CERT = issue_node(FARM_CA, "node-1")
+
+
+def farm_tls(directory: Path) -> TLSConfig:
+    """A farm's [tls] written into ``directory``: its CA, and node 1's certificate (for 127.0.0.1)."""
+    write_certified_key(FARM_CA, directory / "ca.pem", directory / "ca.key")
+    write_certified_key(NODE_CERT, directory / "node-1.pem", directory / "node-1.key")
+    return TLSConfig(ca=directory / "ca.pem", cert=directory / "node-1.pem", key=directory / "node-1.key")
 
 
 def make_node(
