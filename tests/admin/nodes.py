@@ -11,9 +11,11 @@ from typing import Any
 import h11
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
+from twisted.internet.interfaces import IAddress, ISSLTransport
 from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from garlicfarm.admin.config import admin_config
 from garlicfarm.admin.farm import FarmHandle
@@ -25,6 +27,8 @@ from garlicfarm.service import GarlicFarmService
 from garlicfarm.tls import issue_node, new_ca, write_certified_key
 
 PASSWORD = "correct horse battery staple"
+#: the Browser's address unless it is given another
+LOCAL = IPv4Address("TCP", "127.0.0.1", 40000)
 
 FARM_CA = new_ca("farm CA")
 NODE_CERT = issue_node(FARM_CA, "node-1")
@@ -79,6 +83,29 @@ def handle(node: GarlicFarmService) -> FarmHandle:
     return FarmHandle(node, config, f"http://127.0.0.1:{node.config.listen.split(':')[1]}/")
 
 
+@implementer(ISSLTransport)
+class TLSStringTransport(StringTransport):
+    """A StringTransport that says it is TLS (twisted.web then takes the request for https)."""
+
+    def getPeerCertificate(self) -> None:
+        return None
+
+    def getTcpNoDelay(self) -> bool:
+        return True
+
+    def setTcpNoDelay(self, enabled: bool) -> None:
+        pass
+
+    def getTcpKeepAlive(self) -> bool:
+        return False
+
+    def setTcpKeepAlive(self, enabled: bool) -> None:
+        pass
+
+    def loseWriteConnection(self) -> None:
+        pass
+
+
 class Response:
     def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         self.status = status
@@ -96,10 +123,19 @@ class Response:
 
 
 class Browser:
-    """Sends requests to ``site`` over a StringTransport, answering Digest challenges like a browser."""
+    """Sends requests to ``site`` over a StringTransport, answering Digest challenges like a browser.
+
+    ``peer`` is the client's address; with ``hang_up`` set, the client closes each connection as soon as
+    its request is sent (the response then has status 0 and nothing else); with ``secure`` set, the
+    connections look like TLS ones to the site (``request.isSecure()``)."""
 
     def __init__(
-        self, site: AdminSite, username: str = "farm", password: str = PASSWORD, host: str = "127.0.0.1:9101"
+        self,
+        site: AdminSite,
+        username: str = "farm",
+        password: str = PASSWORD,
+        host: str = "127.0.0.1:9101",
+        peer: IAddress = LOCAL,
     ) -> None:
         self.site = site
         assert isinstance(site.reactor, Clock), "the tests' sites run on a MemoryReactorClock"
@@ -111,11 +147,14 @@ class Browser:
         self.challenge: Challenge | None = None
         self.nc = 0
         self.csrf: str | None = None
+        self.peer = peer
+        self.hang_up = False
+        self.secure = False
 
     def raw(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"") -> Response:
-        protocol = self.http.buildProtocol(IPv4Address("TCP", "127.0.0.1", 40000))
+        protocol = self.http.buildProtocol(self.peer)
         assert protocol is not None
-        transport = StringTransport(peerAddress=IPv4Address("TCP", "127.0.0.1", 40000))
+        transport = (TLSStringTransport if self.secure else StringTransport)(peerAddress=self.peer)
         protocol.makeConnection(transport)
         client = h11.Connection(h11.CLIENT)
         all_headers = [("Host", self.host), *headers]
@@ -125,6 +164,9 @@ class Browser:
         data += client.send(h11.Data(data=body)) if body else b""
         data += client.send(h11.EndOfMessage())
         protocol.dataReceived(data)
+        if self.hang_up:
+            protocol.connectionLost(Failure(ConnectionDone()))
+            return Response(0, [], b"")
         status, got, chunks = 0, [], []
         # Actions answer once their log entry commits, a few reactor turns later (the driver drains the
         # core with callLater(0)): turn the site's clock, as the reactor would, until the answer is whole.
