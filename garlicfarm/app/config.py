@@ -91,14 +91,18 @@ def app_config(node: NodeConfig) -> AppConfig:
             raise ConfigError(f"{where}: {name} must be a table ([{name}])")
         return value
 
-    def text(section: str, values: Mapping[str, Any], key: str, default: str | None) -> str | None:
-        value = values.get(key, default)
+    def optional(section: str, values: Mapping[str, Any], key: str) -> str | None:
+        value = values.get(key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ConfigError(f"{where}: [{section}] {key} must be a non-empty string")
         return value
 
+    def text(section: str, values: Mapping[str, Any], key: str, default: str) -> str:
+        value = optional(section, values, key)
+        return default if value is None else value
+
     def path(section: str, values: Mapping[str, Any], key: str) -> Path | None:
-        value = text(section, values, key, None)
+        value = optional(section, values, key)
         return base / value if value else None
 
     app, router, publisher, archive = table("app"), table("router"), table("publisher"), table("archive")
@@ -157,26 +161,26 @@ def app_config(node: NodeConfig) -> AppConfig:
         )
     return AppConfig(
         interval=float(interval),
-        publish_config=publish_config or "auto",
-        master=text("app", app, "master", f"{node.cluster}-master") or "",
+        publish_config=publish_config,
+        master=text("app", app, "master", f"{node.cluster}-master"),
         master_given="master" in app,
-        router_kind=router_kind or "static",
-        router_url=text("router", router, "url", DEFAULT_ROUTER_URL) or "",
+        router_kind=router_kind,
+        router_url=text("router", router, "url", DEFAULT_ROUTER_URL),
         router_password_file=path("router", router, "password_file"),
-        router_pin=text("router", router, "pin", None),
+        router_pin=optional("router", router, "pin"),
         leaves=tuple(leaves),
         status_file=path("router", router, "status_file"),
-        publisher_kind=publisher_kind or "file",
+        publisher_kind=publisher_kind,
         publisher_path=path("publisher", publisher, "path")
         or node.data_dir / ("metals.bin" if publisher_format == "binary" else "metals.json"),
         publisher_command=tuple(command),
-        publisher_url=text("publisher", publisher, "url", None),
-        publisher_format=publisher_format or "json",
+        publisher_url=optional("publisher", publisher, "url"),
+        publisher_format=publisher_format,
         publisher_keys=keys,
         publisher_expires=expires,
-        publisher_i2cp=text("publisher", publisher, "i2cp", DEFAULT_I2CP) or DEFAULT_I2CP,
+        publisher_i2cp=text("publisher", publisher, "i2cp", DEFAULT_I2CP),
         publisher_session=path("publisher", publisher, "session"),
-        publisher_username=text("publisher", publisher, "username", None),
+        publisher_username=optional("publisher", publisher, "username"),
         publisher_password_file=path("publisher", publisher, "password_file"),
         archive_dir=path("archive", archive, "dir") or node.data_dir / "archive",
         retention_days=retention,

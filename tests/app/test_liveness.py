@@ -45,3 +45,25 @@ def test_own_skew_is_its_report_date_minus_the_farm_time() -> None:
 )
 def test_skew_threshold_allows_for_the_quorum_trailing(interval: float, threshold: float) -> None:
     assert skew_threshold(interval) == threshold
+
+
+def test_a_new_node_knows_no_farm_time_and_no_age_of_a_member_it_never_heard() -> None:
+    fresh = Liveness(own_id=1)
+    assert fresh.farm_now_ms(5.0) is None
+    assert fresh.age_s(2, 1_000, 5.0) is None
+
+
+def test_before_the_farm_has_a_time_ages_count_from_when_a_report_was_applied() -> None:
+    live = Liveness(own_id=1)
+    live.heard(2, date_ms=1_000, farm_ms=0, local=10.0)
+    assert live.age_s(2, 1_000, 10.5) == 0.5
+    assert live.clock_skew_s() is None  # no farm time: no skew either
+    live.heard(1, date_ms=1_000, farm_ms=0, local=10.0)
+    assert live.clock_skew_s() is None
+
+
+def test_any_farm_time_past_zero_counts() -> None:
+    live = Liveness(own_id=1)
+    live.heard(1, date_ms=3, farm_ms=1, local=0.0)
+    assert live.farm_now_ms(0.0) == 1
+    assert live.clock_skew_s() == 0.002

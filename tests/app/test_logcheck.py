@@ -152,8 +152,20 @@ def test_a_snapshot_from_before_the_check_leaves_the_chain_unknown() -> None:
     assert restored.digest.mark() is None and restored.status()["log_digest"] is None
     restored.apply(12, report(2, state.digest.mark()))
     assert restored.log_checks == 0
+    assert json.loads(restored.snapshot())["digest"] is None  # and it is snapshotted as unknown
     old["digest"] = "ab" * 31
-    assert "not a snapshot" in (state.check_snapshot(json.dumps(old).encode()) or "")
+    assert "digest: not a SHA-256" in (state.check_snapshot(json.dumps(old).encode()) or "")
+
+
+def test_the_status_shows_the_digest_and_counts_every_check() -> None:
+    log = a_log()
+    state = fed(log)
+    mark = state.digest.mark()
+    assert mark is not None
+    assert state.status()["log_digest"] == {"index": len(log), "digest": mark.digest}
+    for n, index in enumerate((7, 8), start=1):
+        state.apply(len(log) + n, report(2, fed(log[:index]).digest.mark(), DATE + n * 10**6))
+    assert state.log_checks == 2 and state.status()["log_checks"] == 2
 
 
 def test_a_status_report_carries_the_members_mark() -> None:
@@ -231,3 +243,14 @@ def test_the_fast_path_for_application_entries_hashes_their_wire_encoding(
         fast.add(index, entry)
         value = hashlib.sha256(value + index.to_bytes(8, "big") + encode_entry(entry)).digest()
         assert fast.value == value
+
+
+def test_a_restored_snapshots_digest_is_kept_as_the_first_of_the_new_chain() -> None:
+    digest = LogDigest()
+    restored = hashlib.sha256(b"snapshot").digest()
+    digest.reset(5, restored)
+    assert digest.at(5) == restored and digest.mark() == LogMark(5, restored.hex())
+    digest.add(6, LogEntry(1, Application(b"x")))
+    assert digest.at(5) == restored and digest.at(6) == digest.value
+    digest.reset(9, None)  # unknown: nothing to compare until the next snapshot
+    assert digest.at(9) is None and digest.mark() is None

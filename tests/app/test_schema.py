@@ -11,10 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garlicfarm.app.schema import (
+    MAX_DEPTH,
     AdminCommand,
     SchemaError,
     StatusRecord,
+    ignored_reason,
     parse_entry,
+    parse_json,
     record_from_json,
     record_to_json,
 )
@@ -123,3 +126,78 @@ def test_a_log_digest_of_64_hex_digits_is_kept() -> None:
     parsed = parse({"cluster": "farm", "date": 1, "id": 1, "log": {"index": 3, "digest": "0f" * 32}})
     assert isinstance(parsed, StatusRecord)
     assert parsed.log is not None and (parsed.log.index, parsed.log.digest) == (3, "0f" * 32)
+
+
+@pytest.mark.parametrize(
+    ("admin", "date", "says"),
+    [
+        ({"action": 5, "destination": "d"}, 5, "admin.action: must be a string"),
+        ({"destination": "d"}, 5, "admin.action: missing"),
+        ({"action": "exclude"}, 5, "admin.destination: missing"),
+        ({"action": "exclude", "destination": 7}, 5, "admin.destination: must be a string"),
+        ({"action": "exclude", "destination": "d"}, None, "date: missing"),
+    ],
+)
+def test_an_admin_commands_refusal_names_its_field(
+    admin: dict[str, object], date: int | None, says: str
+) -> None:
+    command = {"cluster": "farm", "id": 1, "admin": admin, **({} if date is None else {"date": date})}
+    with pytest.raises(SchemaError) as raised:
+        parse(command)
+    assert str(raised.value).startswith(says)
+
+
+def test_nesting_up_to_the_bound_is_read_and_one_deeper_is_not() -> None:
+    assert parse_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+    # at the bound, what is wrong there is named (not the depth)
+    surrogate = b"[" * (MAX_DEPTH - 1) + b'"\\ud800"' + b"]" * (MAX_DEPTH - 1)
+    with pytest.raises(SchemaError, match=rf"^(\[0\]){{{MAX_DEPTH - 1}}}: holds a lone surrogate"):
+        parse_json(surrogate)
+    with pytest.raises(SchemaError, match=f"^nested deeper than {MAX_DEPTH}$"):
+        parse_json(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (b'"\\ud800"', "value: holds a lone surrogate, not valid Unicode text"),
+        (b'{"meta": {"x": "a\\udfff"}}', "meta.x: holds a lone surrogate, not valid Unicode text"),
+        (b'{"list": [1, "\\ud800"]}', "list[1]: holds a lone surrogate, not valid Unicode text"),
+        (b'{"meta": {"\\ud800k": 1}}', "meta: key '\\ud800k' holds a lone surrogate"),
+    ],
+)
+def test_a_lone_surrogate_is_named_by_its_path(text: bytes, says: str) -> None:
+    with pytest.raises(SchemaError) as raised:
+        parse_json(text)
+    assert str(raised.value) == says
+
+
+def test_a_long_key_is_shown_by_its_first_64_characters() -> None:
+    key = "k" * 100 + "\\ud800"
+    with pytest.raises(SchemaError) as raised:
+        parse_json(b'{"%s": 1}' % key.encode())
+    assert str(raised.value) == f": key '{'k' * 64}' holds a lone surrogate"
+
+
+def test_a_records_config_survives_the_round_trip() -> None:
+    parsed = parse({**record(3, 1000), "config": {"tunnels": {"length": 3}}})
+    assert isinstance(parsed, StatusRecord)
+    assert record_from_json(json.loads(json.dumps(record_to_json(parsed)))).config == {
+        "tunnels": {"length": 3}
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"not json", None),  # refused outright by the leader, never applied
+        (json.dumps(record(3, 1000)).encode(), None),  # this farm's
+        (
+            json.dumps({**record(3, 1000), "cluster": "other"}).encode(),
+            "cluster: 'other' is not this farm ('farm')",
+        ),
+        (b"[1, 2]", "a record is a JSON object"),
+    ],
+)
+def test_what_the_application_will_ignore_is_said(data: bytes, reason: str | None) -> None:
+    assert ignored_reason(data, "farm") == reason

@@ -1,0 +1,234 @@
+"""The status reporter's turns (garlicfarm.app.publishing.StatusReporter) and the Meta LS role's
+(MetaLSRole), on a task.Clock: failures counted and logged quietly until they last, a new leader
+reported to at once (right after a report in flight), nothing after stop; the role publishing under
+its master name, recording when its publisher delivered, stopping when another member is chosen."""
+
+from __future__ import annotations
+
+import random
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.task import Clock
+from twisted.logger import LogEvent, LogLevel, capturedLogs, formatEvent
+
+from garlicfarm.app.publishing import QUIET_FAILURES, MetaLSRole, StatusReporter
+from garlicfarm.app.scoring import Lease
+from garlicfarm.router.interface import MetaLease
+
+INTERVAL = 60.0
+
+
+class Low(random.Random):
+    """The lowest jitter: a retry after half its delay."""
+
+    def random(self) -> float:
+        return 0.0
+
+
+class Reports:
+    """Report attempts the test answers one by one."""
+
+    def __init__(self) -> None:
+        self.pending: list[Deferred[int]] = []
+
+    async def report_once(self) -> int:
+        d: Deferred[int] = Deferred()
+        self.pending.append(d)
+        return await d
+
+    def succeed(self) -> None:
+        self.pending.pop(0).callback(1)
+
+    def fail(self, why: str = "no leader") -> None:
+        self.pending.pop(0).errback(RuntimeError(why))
+
+
+def reporter(clock: Clock) -> tuple[StatusReporter, Reports]:
+    made = StatusReporter(
+        clock,
+        None,  # type: ignore[arg-type]  # report_once is the test's
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        None,  # type: ignore[arg-type]
+        "farm",
+        interval=INTERVAL,
+        rng=Low(),
+    )
+    reports = Reports()
+    made.report_once = reports.report_once  # type: ignore[method-assign]
+    return made, reports
+
+
+def due(clock: Clock) -> list[float]:
+    return [call.getTime() - clock.seconds() for call in clock.getDelayedCalls()]
+
+
+@pytest.fixture
+def logs() -> Iterator[Sequence[LogEvent]]:
+    with capturedLogs() as events:
+        yield events
+
+
+def test_failures_in_a_row_are_counted_and_a_success_resets_them() -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    for n in (1, 2, 3):
+        reports.fail()
+        assert (made.failures_in_a_row, made.failures) == (n, n)
+        clock.advance(due(clock)[0])
+    reports.succeed()
+    assert (made.failures_in_a_row, made.failures, made.submitted) == (0, 3, 1)
+    assert due(clock) == [INTERVAL]
+
+
+def test_the_lowest_jitter_halves_a_retry() -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    reports.fail()
+    assert due(clock) == [0.25]  # the first retry's 0.5 s, jittered by 0.5
+
+
+def test_failures_are_logged_at_debug_until_they_last(logs: Sequence[LogEvent]) -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    for _ in range(QUIET_FAILURES):
+        reports.fail("no leader yet")
+        clock.advance(due(clock)[0])
+    lines = [(e["log_level"], formatEvent(e)) for e in logs if "status report" in formatEvent(e)]
+    assert lines == [
+        (LogLevel.debug, "status report not committed (no leader yet); next try in 0.2s"),
+        (LogLevel.debug, "status report not committed (no leader yet); next try in 0.5s"),
+        (LogLevel.debug, "status report not committed (no leader yet); next try in 1.0s"),
+        (LogLevel.info, "status report not committed (no leader yet); next try in 2.0s"),
+    ]
+    made.stop()
+
+
+@pytest.mark.parametrize("outcome", ["succeed", "fail"])
+def test_a_new_leader_during_a_report_gets_one_right_after_it(outcome: str) -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    made.leader_changed()  # a report is in flight: never two at once
+    assert due(clock) == [] and len(reports.pending) == 1
+    getattr(reports, outcome)()
+    assert due(clock) == [0]
+    clock.advance(0)
+    reports.succeed()
+    assert due(clock) == [INTERVAL]  # once: the one after waits its interval
+
+
+def test_a_new_leader_between_reports_is_reported_to_at_once() -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    reports.succeed()
+    clock.advance(10)
+    made.leader_changed()
+    assert due(clock) == [0]  # the interval's wait is cancelled, not left beside it
+    clock.advance(0)
+    assert len(reports.pending) == 1
+
+
+def test_a_stopped_reporter_schedules_nothing() -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.leader_changed()  # not started yet
+    assert due(clock) == [] and not made.running
+    made.start()
+    clock.advance(0)
+    reports.succeed()
+    made.stop()
+    assert due(clock) == [] and not made.running
+    made.leader_changed()
+    assert due(clock) == []
+
+
+# ------------------------------------------------------------------------------ the Meta LS role
+
+
+class Hook:
+    """A Meta LS publisher: delivers at once, or as ``answer`` says, or fails with ``error``."""
+
+    def __init__(self, answer: Deferred[None] | None = None, error: Exception | None = None) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.answer = answer
+        self.error = error
+
+    def publish(self, master: str, contents: tuple[MetaLease, ...]) -> Deferred[None]:
+        self.calls.append(("publish", master, contents))
+        if self.error is not None:
+            return fail(self.error)
+        return self.answer if self.answer is not None else succeed(None)
+
+    def stop(self, master: str) -> Deferred[None]:
+        self.calls.append(("stop", master, None))
+        return succeed(None)
+
+
+def role(hook: Hook, clock: Clock) -> tuple[MetaLSRole, Any]:
+    shown = types.SimpleNamespace(publishing=False, last_published_ms=0, reactor=clock)
+    return MetaLSRole(1, "farm-master", hook, shown), shown  # type: ignore[arg-type]
+
+
+def test_the_role_publishes_under_its_master_and_records_when_it_was_delivered() -> None:
+    clock = Clock()
+    clock.advance(12.345)
+    delivered: Deferred[None] = Deferred()
+    hook = Hook(delivered)
+    made, shown = role(hook, clock)
+    made.changed(1, (Lease("d1", 2), Lease("d2", 1)))
+    assert hook.calls == [("publish", "farm-master", (MetaLease("d1", 2), MetaLease("d2", 1)))]
+    assert shown.publishing and shown.last_published_ms == 0  # not delivered yet
+    delivered.callback(None)
+    assert shown.last_published_ms == 12345
+
+
+def test_the_role_publishes_again_only_when_the_leases_change() -> None:
+    hook = Hook()
+    made, _ = role(hook, Clock())
+    made.changed(1, (Lease("d1", 1),))
+    made.changed(1, (Lease("d1", 1),))
+    assert len(hook.calls) == 1
+    made.changed(1, (Lease("d1", 2),))
+    assert [c[2] for c in hook.calls] == [(MetaLease("d1", 1),), (MetaLease("d1", 2),)]
+
+
+def test_another_publisher_chosen_stops_this_one_and_it_may_come_back() -> None:
+    hook = Hook()
+    made, shown = role(hook, Clock())
+    made.changed(1, (Lease("d1", 1),))
+    made.changed(2, (Lease("d1", 1),))
+    assert hook.calls[-1] == ("stop", "farm-master", None)
+    assert not made.active and made.published is None and not shown.publishing
+    made.changed(3, (Lease("d1", 1),))  # still not us: nothing more to stop
+    assert len(hook.calls) == 2
+    made.changed(1, (Lease("d1", 1),))  # chosen again: the same leases are published again
+    assert [call[0] for call in hook.calls] == ["publish", "stop", "publish"]
+    assert (made.active, shown.publishing) == (True, True)
+
+
+def test_a_publisher_that_fails_is_logged_and_kept_from_the_caller(logs: Sequence[LogEvent]) -> None:
+    clock = Clock()
+    clock.advance(5)
+    hook = Hook(error=OSError("router gone"))
+    made, shown = role(hook, clock)
+    outcome: list[object] = []
+    made.changed(1, (Lease("d1", 1),))
+    made.republish().addBoth(outcome.append)  # type: ignore[union-attr]
+    assert outcome == [None]
+    failed = [e for e in logs if "hook failed" in formatEvent(e)]
+    assert [formatEvent(e) for e in failed] == ["the Meta LS publisher hook failed to publish"] * 2
+    assert all(e["log_failure"].check(OSError) for e in failed)
+    assert shown.last_published_ms == 0
