@@ -106,8 +106,13 @@ def test_i2p_with_every_option(tmp_path: Path) -> None:
 
 
 def test_i2p_refuses_a_host_outside_i2p() -> None:
-    with pytest.raises(ValueError, match=r"i2p: host='example.com' is not an I2P name"):
+    """The refusal says what an I2P name looks like and which prefix to use instead, word for word."""
+    with pytest.raises(ValueError) as raised:
         clientFromString(MemoryReactorClock(), "i2p:host=example.com")
+    assert str(raised.value) == (
+        "i2p: host='example.com' is not an I2P name (expected xyz.b32.i2p or an address-book name "
+        "ending in .i2p); use httpproxy: for other hosts"
+    )
 
 
 # -- httpproxy: ------------------------------------------------------------------------------------
@@ -235,6 +240,7 @@ def test_a_port_of_65535_is_accepted_and_65536_refused(key: str) -> None:
     [
         ("pässwort\r\n", "pässwort"),  # UTF-8 whatever the locale; a Windows editor's line end
         ("pw  \n", "pw  "),  # spaces are the password's own
+        ("pwX\n", "pwX"),  # only line-end characters go
     ],
 )
 def test_a_password_file_is_utf_8_and_loses_only_its_line_end(
@@ -275,3 +281,30 @@ def test_a_reactor_without_time_is_refused_by_name() -> None:
 
     with pytest.raises(TypeError, match="the reactor must provide IReactorTCP and IReactorTime"):
         clientFromString(MemoryReactor(), "i2p:host=a.i2p")
+
+
+def test_a_password_file_is_read_as_utf_8_under_an_ascii_locale(tmp_path: Path) -> None:
+    """The file's encoding does not depend on the locale: a daemon started with LC_ALL=C (no coercion to
+    UTF-8, no UTF-8 mode) reads the same password."""
+    import os
+
+    secret = tmp_path / "pw"
+    secret.write_bytes("pässwort\n".encode())
+    code = (
+        "import sys\n"
+        "from garlicfarm.net.endpoint_strings import _credentials\n"
+        "print(ascii(_credentials('i2p', 'u', sys.argv[1])))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHON"))}
+    env |= {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(secret)],
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],  # this checkout's garlicfarm
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "('u', 'p\\xe4sswort')"

@@ -533,3 +533,151 @@ def test_what_a_broken_proxy_said_is_cut_at_200_characters() -> None:
         assert isinstance(error, ProxyError) and error.proxy == "127.0.0.1:4444"
         assert error.target == "xyz.b32.i2p:0"
     assert {199, 200, 203} <= lengths  # both sides of the cut were seen
+
+
+# -- what an operator and a caller see (kills of the mutation run) ---------------------------------
+
+
+class RecordingTransport(StringTransport):
+    """Tells an abort (buffered bytes dropped at once) from a graceful close, and counts aborts."""
+
+    def __init__(self) -> None:
+        super().__init__(peerAddress=PROXY_ADDRESS)
+        self.aborts = 0
+
+    def abortConnection(self) -> None:
+        self.aborts += 1
+        super().abortConnection()
+
+
+class CloseOnlyTransport(StringTransport):
+    """A transport without abortConnection (ITransport does not promise one)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "abortConnection":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_the_messages_of_bad_arguments_are_exact() -> None:
+    """The construction errors name the endpoint class and the problem, nothing more."""
+    with pytest.raises(ValueError, match=r"^HTTPConnectEndpoint: host must not be empty$"):
+        HTTPConnectEndpoint(ScriptedProxy(), "", 0, reactor=Clock())
+    with pytest.raises(ValueError, match=r"^HTTPConnectEndpoint: a Basic-auth user name cannot contain ':'$"):
+        HTTPConnectEndpoint(ScriptedProxy(), TARGET, 0, proxy_auth=("a:b", "pw"), reactor=Clock())
+
+
+def test_without_a_reactor_the_global_one_times_the_attempt() -> None:
+    """No reactor given: the attempt's timeout is scheduled on Twisted's global reactor."""
+    from twisted.internet import reactor
+
+    before = set(reactor.getDelayedCalls())
+    d = HTTPConnectEndpoint(ScriptedProxy(hold=True), TARGET, 0, timeout=7).connect(
+        Factory.forProtocol(Recorder)
+    )
+    [timer] = set(reactor.getDelayedCalls()) - before
+    assert timer.getTime() - reactor.seconds() == pytest.approx(7, abs=1)
+    d.cancel()
+    failure_of(d, CancelledError)
+    assert not timer.active()
+
+
+def test_repr_without_a_proxy_name_says_no_via() -> None:
+    """A proxy endpoint that does not name its host and port leaves ``via`` out of the repr."""
+    assert repr(endpoint(ScriptedProxy(), Clock())) == "<HTTPConnectEndpoint xyz.b32.i2p:0>"
+
+
+def test_an_endpoint_naming_only_its_host_is_named_by_its_peer() -> None:
+    """Both ``_host`` and an int ``_port`` are needed to name the proxy as configured; with a host alone
+    the error names the address the proxy connection reached."""
+    proxy = ScriptedProxy()
+    proxy._host = "proxy.lan"  # type: ignore[attr-defined]
+    ep = endpoint(proxy, Clock())
+    assert repr(ep) == "<HTTPConnectEndpoint xyz.b32.i2p:0>"
+    d = ep.connect(Factory.forProtocol(Recorder))
+    proxy.reply(b"HTTP/1.1 403 Forbidden\r\n\r\n")
+    assert str(failure_of(d, ProxyRefused)).startswith("HTTP proxy 127.0.0.1:4444 refused")
+
+
+def test_a_proxy_reached_over_a_unix_socket_is_named_by_its_address() -> None:
+    """A peer address that is not IP is named by its str()."""
+    from twisted.internet.address import UNIXAddress
+
+    proxy = ScriptedProxy()
+    proxy.transport = StringTransport(peerAddress=UNIXAddress(b"/run/i2p/http.sock"))
+    d = endpoint(proxy, Clock()).connect(Factory.forProtocol(Recorder))
+    proxy.reply(b"HTTP/1.1 403 Forbidden\r\n\r\n")
+    error = failure_of(d, ProxyRefused)
+    name = str(UNIXAddress(b"/run/i2p/http.sock"))
+    assert str(error) == f"HTTP proxy {name} refused CONNECT to xyz.b32.i2p:0: 403 Forbidden"
+    assert isinstance(error, ProxyError) and error.proxy == name
+
+
+def test_the_callers_factory_is_given_the_target_address() -> None:
+    """buildProtocol gets the address the caller asked for, as a HostnameAddress, not the proxy's."""
+    addresses: list[object] = []
+
+    class Noting(Factory):
+        def buildProtocol(self, addr: Any) -> Protocol:
+            addresses.append(addr)
+            return Recorder()
+
+    proxy = ScriptedProxy()
+    d = endpoint(proxy, Clock(), port=9001).connect(Noting())
+    proxy.reply(OK)
+    result_of(d)
+    assert addresses == [HostnameAddress(b"xyz.b32.i2p", 9001)]
+
+
+def test_a_failed_attempt_aborts_the_proxy_connection() -> None:
+    """A refusal aborts the proxy connection (nothing more is waited for), once."""
+    proxy = ScriptedProxy()
+    proxy.transport = RecordingTransport()
+    d = endpoint(proxy, Clock()).connect(Factory.forProtocol(Recorder))
+    proxy.reply(b"HTTP/1.1 403 Forbidden\r\n\r\n")
+    failure_of(d, ProxyRefused)
+    assert proxy.transport.aborts == 1 and proxy.transport.disconnected
+
+
+def test_a_proxy_connection_without_abort_is_closed() -> None:
+    """A transport without abortConnection is closed with loseConnection."""
+    proxy = ScriptedProxy()
+    proxy.transport = CloseOnlyTransport(peerAddress=PROXY_ADDRESS)
+    d = endpoint(proxy, Clock()).connect(Factory.forProtocol(Recorder))
+    proxy.reply(b"HTTP/1.1 403 Forbidden\r\n\r\n")
+    failure_of(d, ProxyRefused)
+    assert proxy.transport.disconnecting
+
+
+def test_a_proxy_that_closed_is_not_aborted_again() -> None:
+    """The proxy closing before its answer fails the attempt without touching the lost connection."""
+    proxy = ScriptedProxy()
+    proxy.transport = RecordingTransport()
+    d = endpoint(proxy, Clock()).connect(Factory.forProtocol(Recorder))
+    proxy.close()
+    failure_of(d, ProxyClosed)
+    assert proxy.transport.aborts == 0
+
+
+def test_an_incomplete_reply_counts_every_chunk() -> None:
+    """The byte count of an incomplete reply is the sum over all the chunks received."""
+    proxy, _, d = connect()
+    proxy.reply(b"HTTP/1.1 ", b"200 ", b"Conn")
+    proxy.close()
+    assert str(failure_of(d, ProxyClosed)).endswith("(17 bytes of an incomplete reply)")
+
+
+def test_every_failure_names_its_proxy_and_target() -> None:
+    """``.proxy`` and ``.target`` of a timeout, a closed proxy and an oversized head."""
+    proxy, clock, d = connect(port=9001, timeout=5)
+    clock.advance(5)
+    timeout = failure_of(d, ProxyTimeout)
+    proxy, _, d = connect(port=9001)
+    proxy.close()
+    closed = failure_of(d, ProxyClosed)
+    proxy, _, d = connect(port=9001)
+    proxy.reply(b"HTTP/1.1 200 OK\r\nX-Padding: " + b"p" * MAX_REPLY_HEAD)
+    too_large = failure_of(d, ProxyHeadTooLarge)
+    for error in (timeout, closed, too_large):
+        assert isinstance(error, ProxyError)
+        assert (error.proxy, error.target) == ("127.0.0.1:4444", "xyz.b32.i2p:9001")

@@ -298,3 +298,47 @@ def test_each_kind_of_tls_failure_has_its_own_line_and_fingerprints_do_not_multi
         "TLS handshake from 192.0.2.7 failed: peer certificate sha256:00 is not pinned",
         "TLS handshake from 192.0.2.7 failed: certificate verify failed",
     ]
+
+
+# ---------------------------------------------------------------------------------------------- eviction
+
+
+def test_an_eviction_is_logged_with_the_peer_its_age_and_the_budget(logs: Sequence[LogEvent]) -> None:
+    """The line says who was pushed out, how long it had been authenticating and what the budget is."""
+    node = Node(max_unauthenticated=2)
+    node.clock.advance(100)  # the age is now - admitted, not now + admitted
+    first = node.stranger()[1]
+    node.clock.advance(2.5)
+    node.stranger()
+    node.clock.advance(0.5)
+    node.stranger()
+    assert first.disconnected
+    assert lines(logs) == [
+        "closed an unauthenticated connection from 192.0.2.7 after 3.0 s: "
+        "2 connections were authenticating (the budget)"
+    ]
+
+
+def test_the_default_budget_of_unauthenticated_connections_is_64(logs: Sequence[LogEvent]) -> None:
+    """Without max_unauthenticated, 64 connections authenticate side by side; the 65th pushes one out."""
+    node = Node()
+    node.factory = InboundFactory(node.make, 4, node.clock)
+    transports = [node.stranger()[1] for _ in range(64)]
+    assert not any(t.disconnected for t in transports)
+    node.stranger()
+    assert [t.disconnected for t in transports[:2]] == [True, False]
+    assert len(node.factory.pending) == 64
+
+
+def test_the_log_interval_is_the_factorys(logs: Sequence[LogEvent]) -> None:
+    """log_interval sets how long evictions are counted before their summary line."""
+    node = Node()
+    node.factory = InboundFactory(node.make, 4, node.clock, max_unauthenticated=1, log_interval=30)
+    for _ in range(3):
+        node.stranger()
+    node.clock.advance(10)
+    evictions = [line for line in lines(logs) if "unauthenticated connection" in line]
+    assert len(evictions) == 1
+    node.clock.advance(20)
+    evictions = [line for line in lines(logs) if "unauthenticated connection" in line]
+    assert evictions[1].startswith("1 more in the last 30 s, the latest: closed an unauthenticated")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from twisted.internet.interfaces import IDelayedCall
 from twisted.internet.task import Clock
 from twisted.logger import capturedLogs, formatEvent
 
@@ -94,3 +97,75 @@ def test_a_handler_that_stops_the_watchdog_ends_the_round() -> None:
     dog.watch(1, "b")
     clock.advance(1)
     assert expired == ["a"] and clock.getDelayedCalls() == []
+
+
+def test_a_deadline_under_a_second_expires_on_time() -> None:
+    """The timer is set for the deadline itself, however close it is."""
+    clock, dog, expired = _dog()
+    dog.watch(0.25, "soon")
+    clock.advance(0.25)
+    assert expired == ["soon"]
+
+
+class CountingClock(Clock):
+    """A Clock that counts the timers set on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timers = 0
+
+    def callLater(
+        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
+    ) -> IDelayedCall:
+        self.timers += 1
+        return super().callLater(delay, callable, *args, **kw)
+
+
+def test_a_handler_that_finishes_another_overdue_request_leaves_the_rest_in_the_round() -> None:
+    """An overdue request finished by an earlier handler is skipped and the round goes on: the ones
+    after it expire in the same round, with no further timer."""
+    clock = CountingClock()
+    expired: list[str] = []
+    tokens: dict[str, int] = {}
+
+    def expire(what: str) -> None:
+        expired.append(what)
+        if what == "a":
+            dog.done(tokens["b"])
+
+    dog = Watchdog(clock, expire)
+    for name in ("a", "b", "c"):
+        tokens[name] = dog.watch(1, name)
+    clock.advance(1)
+    assert expired == ["a", "c"]
+    assert clock.timers == 1
+
+
+def test_finishing_a_request_twice_or_after_it_expired_is_harmless() -> None:
+    """``done`` with a token no longer open (an answer after its deadline) does nothing."""
+    clock, dog, expired = _dog()
+    token = dog.watch(1, "late")
+    clock.advance(1)
+    dog.done(token)
+    dog.done(token)
+    assert expired == ["late"]
+
+
+def test_a_stopped_watchdog_can_watch_again() -> None:
+    """After ``stop`` a new deadline schedules a new timer."""
+    clock, dog, expired = _dog()
+    dog.watch(1, "old")
+    dog.stop()
+    dog.watch(2, "new")
+    clock.advance(2)
+    assert expired == ["new"]
+
+
+def test_requests_with_the_same_deadline_keep_the_timer() -> None:
+    """A deadline equal to the timer's does not cancel and reschedule it (requests of one tick)."""
+    clock, dog, _expired = _dog()
+    dog.watch(5, "a")
+    [timer] = clock.getDelayedCalls()
+    for i in range(10):
+        dog.watch(5, f"r{i}")
+    assert clock.getDelayedCalls() == [timer]
