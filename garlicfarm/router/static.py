@@ -116,8 +116,8 @@ def _int(path: Path, where: str, raw: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def _text(path: Path, where: str, raw: Mapping[str, Any], key: str, default: str | None) -> str | None:
-    value = raw.get(key, default)
+def _text(path: Path, where: str, raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value):
         raise RouterUnavailable(f"{path}: {where}.{key} must be a non-empty string")
     return value
@@ -126,9 +126,9 @@ def _text(path: Path, where: str, raw: Mapping[str, Any], key: str, default: str
 def _router(path: Path, raw: Mapping[str, Any]) -> RouterStatus:
     numbers = {field: _int(path, "router", raw, key) for key, field in _ROUTER_INTS.items()}
     return RouterStatus(
-        net_status=_text(path, "router", raw, "netStatus", "OK") or "OK",
-        last_published_ri=_text(path, "router", raw, "lastPublishedRI", None),
-        version=_text(path, "router", raw, "version", None),
+        net_status=_text(path, "router", raw, "netStatus") or "OK",
+        last_published_ri=_text(path, "router", raw, "lastPublishedRI"),
+        version=_text(path, "router", raw, "version"),
         **numbers,
     )
 
@@ -137,7 +137,7 @@ def _leaf(path: Path, index: int, raw: object) -> LeafStatus:
     where = f"destinations[{index}]"
     if not isinstance(raw, dict):
         raise RouterUnavailable(f"{path}: {where} must be an object")
-    destination = _text(path, where, raw, "destination", None)
+    destination = _text(path, where, raw, "destination")
     if destination is None:
         raise RouterUnavailable(f"{path}: {where}.destination is missing")
     blocklist = raw.get("blocklist", [])

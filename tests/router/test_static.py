@@ -115,3 +115,41 @@ def test_implementations_satisfy_router_api(tmp_path: Path) -> None:
         I2PControlRouter(reactor),
     ]
     assert len(routers) == 3
+
+
+def test_a_stand_in_has_two_tunnels_a_destination_and_no_uptime() -> None:
+    router = StaticRouter.stand_in(["a"])
+    assert result(router.router_status()) == RouterStatus("OK", uptime_ms=0)
+    assert result(router.leaf_status()) == [LeafStatus("a", tunnels_configured=2, tunnels_current=2)]
+
+
+def test_a_status_files_texts_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps({"router": {"lastPublishedRI": "2026-11-27", "version": "2.55.0"}}))
+    status = result(StaticRouter.from_file(path).router_status())
+    assert (status.net_status, status.last_published_ri, status.version) == ("OK", "2026-11-27", "2.55.0")
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ({"router": {"lastPublishedRI": 5}}, "router.lastPublishedRI must be a non-empty string"),
+        ({"router": {"version": ""}}, "router.version must be a non-empty string"),
+        ({"router": {"netStatus": []}}, "router.netStatus must be a non-empty string"),
+        ({"destinations": [{"destination": 7}]}, "destinations[0].destination must be a non-empty string"),
+        (
+            {"destinations": [{"destination": "a"}, {"destination": "b", "tunnelsCurrent": -1}]},
+            "destinations[1].tunnelsCurrent must be a whole number >= 0",
+        ),
+    ],
+)
+def test_a_bad_value_in_the_status_file_is_named_with_the_file(
+    tmp_path: Path, content: dict[str, Any], says: str
+) -> None:
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps(content))
+    router = StaticRouter.from_file(path)
+    for call in (router.router_status, router.leaf_status):  # each reads the whole file
+        with pytest.raises(RouterUnavailable) as raised:
+            result(call())
+        assert str(raised.value) == f"{path}: {says}"
