@@ -5,11 +5,13 @@ dissertation §10.2.1), and its own log counts towards a commit only once that w
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from functools import partial
 from queue import SimpleQueue
 from typing import Any, cast
 
+import pytest
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.logger import ILogObserver, globalLogPublisher
@@ -407,3 +409,66 @@ def test_a_turns_jobs_reach_the_thread_two_turns_later_as_one_batch() -> None:
     assert ran == [0, 1, 2] and not any(d.called for d in done)
     reactor.run_from_threads()  # the outcomes come back through the reactor, in order
     assert all(d.called and d.result is None for d in done)
+
+
+@pytest.mark.parametrize(("given", "name"), [((), "garlicfarm-log-writer"), (("wal",), "wal")])
+def test_the_writer_thread_is_a_named_daemon(given: tuple[str, ...], name: str) -> None:
+    """The thread carries the writer's name (what a thread dump shows) and is a daemon: a process
+    that ends without the reactor's shutdown is not held by it."""
+    reactor = ThreadedClock()
+    writer = ThreadWriter(reactor, *given)
+    seen: list[tuple[str, bool]] = []
+    writer.write(lambda: seen.append((threading.current_thread().name, threading.current_thread().daemon)))
+    reactor.advance(0)
+    writer.stop()
+    assert seen == [(name, True)]
+
+
+def test_a_lone_write_is_handed_over_and_so_is_the_next_turns() -> None:
+    """A turn's first write schedules the hand-over, even when it is the turn's only one, and a write
+    in a later turn schedules its own."""
+    reactor = ThreadedClock()
+    writer = ThreadWriter(reactor)
+    first = writer.write(lambda: None)
+    assert len(reactor.getDelayedCalls()) == 1
+    reactor.advance(0)
+    second = writer.write(lambda: None)
+    assert len(reactor.getDelayedCalls()) == 1
+    reactor.advance(0)
+    writer.stop()
+    reactor.run_from_threads()
+    assert first.called and second.called
+
+
+def test_a_failing_job_fails_its_own_deferred_only() -> None:
+    """A job's exception reaches its caller through its Deferred; the jobs after it still run."""
+    reactor = ThreadedClock()
+    writer = ThreadWriter(reactor)
+    ran: list[int] = []
+
+    def broken() -> None:
+        raise StorageError("disk full")
+
+    done = [writer.write(partial(ran.append, 1)), writer.write(broken), writer.write(partial(ran.append, 3))]
+    reactor.advance(0)
+    writer.stop()
+    reactor.run_from_threads()
+    assert ran == [1, 3]
+    failures: list[Failure] = []
+    done[1].addErrback(failures.append)
+    assert [d.result for d in (done[0], done[2])] == [None, None]
+    assert len(failures) == 1 and failures[0].check(StorageError)
+    assert str(failures[0].value) == "disk full"
+
+
+def test_a_writer_stopped_before_any_write_refuses_in_words() -> None:
+    """Stopping a writer that never started its thread; a write after ``stop`` fails, saying why
+    (the driver stops the node with that failure)."""
+    reactor = ThreadedClock()
+    writer = ThreadWriter(reactor)
+    writer.stop()
+    refused: list[Failure] = []
+    writer.write(lambda: None).addErrback(refused.append)
+    assert len(refused) == 1 and refused[0].check(RuntimeError)
+    assert str(refused[0].value) == "the log writer was stopped"
+    assert reactor.triggers == [] and reactor.getDelayedCalls() == []
