@@ -173,3 +173,20 @@ def test_a_record_may_be_dated_max_ahead_ms_past_the_farms_time_and_not_a_millis
     assert not scoring.ahead(rec(1, date=now + scoring.MAX_AHEAD_MS), now)
     assert not scoring.fresh(rec(1, date=now + scoring.MAX_AHEAD_MS + 1), now)
     assert scoring.ahead(rec(1, date=now + scoring.MAX_AHEAD_MS + 1), now)
+
+
+def test_a_skipped_record_or_destination_does_not_end_the_search() -> None:
+    """A stale member's report, an excluded or a dead destination: the reports and destinations after
+    it still count."""
+    now = 1_000_000 + scoring.FRESH_MS + 1
+    records = {
+        1: rec(1, destinations=[dest("old", tunnels=3)]),  # stale, and first
+        2: rec(2, date=now, destinations=[dest("banned", tunnels=5), dest("dead", tunnels=0), dest("kept")]),
+    }
+    leases = scoring.meta_ls(records, now, excluded={"banned"})
+    assert [lease.destination for lease in leases] == ["kept"]
+
+
+def test_a_destinations_tunnels_count_up_to_16() -> None:
+    assert scoring.weight(rec(1, destinations=[dest("a", tunnels=16)]).destinations[0]) == 16 * 4 + 1
+    assert scoring.weight(rec(1, destinations=[dest("a", tunnels=17)]).destinations[0]) == 16 * 4 + 1

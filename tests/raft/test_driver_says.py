@@ -189,3 +189,18 @@ def test_a_removed_server_says_so_once_with_the_index_that_removed_it(who: str) 
         "stop it or add it back"
     ]
     assert gone.core.removed
+
+
+def test_a_change_a_follower_is_sent_is_logged_as_refused_for_not_leading() -> None:
+    """A peer's RemoveServerRequest that reaches a follower: asked, then refused with the core's own
+    words (the peer is told who leads)."""
+    farm = Farm(3, spares=1)
+    leader = farm.wait_for_leader()
+    follower = next(d for d in farm.drivers.values() if d is not leader)
+    with driver_lines() as lines:
+        sent = follower.handle_request(RemoveServerRequest(entries=(LogEntry(0, ClusterServer(4)),)))
+        farm.run(0.5)
+        outcome(sent)
+    said = [text for level, text in lines if level is LogLevel.info]
+    assert "remove server 4: asked" in said
+    assert "remove server 4: refused: not the leader" in said
