@@ -16,12 +16,12 @@ Not thread-safe: one reactor thread drives it.
 from __future__ import annotations
 
 import base64
-import binascii
 import enum
 import hashlib
 import heapq
 import hmac
 import math
+import string
 import struct
 from collections.abc import Callable
 
@@ -38,6 +38,9 @@ _RANDOM_LEN = 12
 _MAC_LEN = 16
 _RAW_LEN = _TIME.size + _RANDOM_LEN + _MAC_LEN  # 36 bytes: a multiple of 3, so base64 has no padding
 _TEXT_LEN = _RAW_LEN * 4 // 3
+# base64url only: b64decode would also take '+' and '/', a second spelling of the same nonce, which the
+# nc table (keyed by the text) would track apart.
+_ALPHABET = frozenset(string.ascii_letters + string.digits + "-_")
 
 
 class NonceVerdict(enum.Enum):
@@ -92,12 +95,10 @@ class NonceRegistry:
 
     def issued_at(self, nonce: str) -> float | None:
         """When ``nonce`` was issued, or ``None`` if it is not a nonce of this registry."""
-        if len(nonce) != _TEXT_LEN or not nonce.isascii():
+        if len(nonce) != _TEXT_LEN or not _ALPHABET.issuperset(nonce):
             return None
-        try:
-            raw = base64.b64decode(nonce.encode("ascii"), altchars=b"-_", validate=True)
-        except binascii.Error:
-            return None
+        # 48 base64url characters always decode, to 36 bytes
+        raw = base64.urlsafe_b64decode(nonce)
         body, mac = raw[:-_MAC_LEN], raw[-_MAC_LEN:]
         if not hmac.compare_digest(mac, self._mac(body)):
             return None
