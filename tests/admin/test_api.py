@@ -18,14 +18,6 @@ from garlicfarm.handshake.digest import Algorithm
 from garlicfarm.service import GarlicFarmService
 from tests.admin.nodes import Browser, algorithms, handle, make_node
 
-
-@pytest.fixture
-def site(node: GarlicFarmService, clock: MemoryReactorClock) -> AdminSite:
-    site = AdminSite(clock)
-    site.register(handle(node))
-    return site
-
-
 # ------------------------------------------------------------------------------------------ authentication
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import pytest
 from twisted.internet.address import IPv4Address, UNIXAddress
 from twisted.internet.error import ConnectionLost
 from twisted.internet.interfaces import IProtocolNegotiationFactory
 from twisted.internet.testing import MemoryReactorClock, StringTransport
-from twisted.logger import LogEvent, capturedLogs, formatEvent
+from twisted.logger import LogEvent, formatEvent
 from twisted.python.failure import Failure
 from twisted.web import server
 from twisted.web.resource import Resource
@@ -20,12 +19,6 @@ from garlicfarm.admin.site import AdminSite
 
 ADDRESS = IPv4Address("TCP", "192.0.2.9", 40000)
 REQUEST = b"GET /api/farms HTTP/1.1\r\nHost: 127.0.0.1:9101\r\n\r\n"
-
-
-@pytest.fixture
-def logs() -> Iterator[Sequence[LogEvent]]:
-    with capturedLogs() as events:
-        yield events
 
 
 def lines(events: Sequence[LogEvent], word: str) -> list[str]:

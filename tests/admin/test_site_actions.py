@@ -5,33 +5,20 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from twisted.internet.testing import MemoryReactorClock
-from twisted.logger import LogEvent, capturedLogs, formatEvent
+from twisted.logger import LogEvent, formatEvent
 from twisted.web.test.requesthelper import DummyChannel
 
 from garlicfarm.admin.site import AdminRequest, AdminSite
 from garlicfarm.admin.validate import MAX_BODY
 from garlicfarm.service import GarlicFarmService
-from tests.admin.nodes import Browser, handle
+from tests.admin.nodes import Browser
 
 AUDIT = "admin action by farm from 127.0.0.1 on farm farm: "
-
-
-@pytest.fixture
-def site(node: GarlicFarmService, clock: MemoryReactorClock) -> AdminSite:
-    site = AdminSite(clock)
-    site.register(handle(node))
-    return site
-
-
-@pytest.fixture
-def logs() -> Iterator[Sequence[LogEvent]]:
-    with capturedLogs() as events:
-        yield events
 
 
 def audit(events: Sequence[LogEvent]) -> list[str]:

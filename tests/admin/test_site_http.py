@@ -4,31 +4,17 @@ the peer is in log lines, the access log, what a crash in a view shows, the site
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from twisted.internet.address import IPv4Address, UNIXAddress
 from twisted.internet.interfaces import IAddress
 from twisted.internet.testing import MemoryReactorClock, StringTransport
-from twisted.logger import LogEvent, capturedLogs, formatEvent
+from twisted.logger import LogEvent, formatEvent
 from twisted.web.http import datetimeToLogString
 
 from garlicfarm.admin.site import AdminSite
-from garlicfarm.service import GarlicFarmService
-from tests.admin.nodes import Browser, handle
-
-
-@pytest.fixture
-def site(node: GarlicFarmService, clock: MemoryReactorClock) -> AdminSite:
-    site = AdminSite(clock)
-    site.register(handle(node))
-    return site
-
-
-@pytest.fixture
-def logs() -> Iterator[Sequence[LogEvent]]:
-    with capturedLogs() as events:
-        yield events
+from tests.admin.nodes import Browser
 
 
 def refusals(events: Sequence[LogEvent]) -> list[str]:

@@ -14,13 +14,6 @@ from garlicfarm.service import GarlicFarmService
 from tests.admin.nodes import Browser, Response, handle
 
 
-@pytest.fixture
-def site(node: GarlicFarmService, clock: MemoryReactorClock) -> AdminSite:
-    site = AdminSite(clock)
-    site.register(handle(node))
-    return site
-
-
 def error(response: Response, status: int) -> str:
     """The error text of a JSON error answer with ``status``, checking its shape."""
     assert response.status == status, response.body
