@@ -56,3 +56,17 @@ def test_a_retention_reaching_before_year_1_keeps_everything(tmp_path: Path) -> 
     archive.append(1, _record(1, DATE))
     assert archive.last_index == 1
     assert old.exists()
+
+
+def test_a_one_day_retention_keeps_today_and_yesterday_and_drops_older_days(tmp_path: Path) -> None:
+    """Days are partitions named ``date=YYYY-MM-DD``; one older than the retention goes when the
+    farm's day changes, and anything else in the directory stays."""
+    for name in ("date=2023-11-12", "date=2023-11-13", "date=2023-11-14", "notes"):
+        (tmp_path / name).mkdir()
+    archive = TelemetryArchive(tmp_path, 1, 1, clock=lambda: DATE)  # DATE is on 2023-11-14
+    archive.append(1, _record(1, DATE))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
+        "date=2023-11-13",
+        "date=2023-11-14",
+        "notes",
+    ]
