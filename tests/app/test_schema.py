@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from garlicfarm.app.schema import (
     MAX_DEPTH,
+    MAX_STRING,
     AdminCommand,
     SchemaError,
     StatusRecord,
@@ -201,3 +202,38 @@ def test_a_records_config_survives_the_round_trip() -> None:
 )
 def test_what_the_application_will_ignore_is_said(data: bytes, reason: str | None) -> None:
     assert ignored_reason(data, "farm") == reason
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value", "says"),
+    [
+        ("meta", "destination", 5, "meta.destination: must be a string"),
+        ("meta", "lastPublishedLS", 5, "meta.lastPublishedLS: must be a string"),
+        ("meta", "lastPublishedTime", "x", "meta.lastPublishedTime: must be an integer"),
+        ("router", "bandwidthCurrent", "x", "router.bandwidthCurrent: must be an integer"),
+    ],
+)
+def test_a_bad_field_is_named_by_its_path(section: str, field: str, value: object, says: str) -> None:
+    bad = record(3, 1000)
+    bad[section][field] = value
+    with pytest.raises(SchemaError) as raised:
+        parse(bad)
+    assert str(raised.value).startswith(says)
+
+
+def test_a_string_may_hold_max_string_characters_and_not_one_more() -> None:
+    at_bound = record(3, 1000)
+    at_bound["meta"]["destination"] = "d" * MAX_STRING
+    assert isinstance(parse(at_bound), StatusRecord)
+    at_bound["meta"]["destination"] = "d" * (MAX_STRING + 1)
+    with pytest.raises(SchemaError, match=f"^meta.destination: must be a string of at most {MAX_STRING}"):
+        parse(at_bound)
+
+
+def test_a_byte_order_mark_is_refused_as_json_says_it() -> None:
+    with pytest.raises(SchemaError) as raised:
+        parse_json(b"\xef\xbb\xbf{}")
+    assert (
+        str(raised.value)
+        == "not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+    )
