@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred
-from twisted.internet.error import ConnectError, ConnectionClosed
-from twisted.web.client import Agent, BrowserLikePolicyForHTTPS, FileBodyProducer, ResponseFailed, readBody
+from twisted.internet.error import ConnectError
+from twisted.web.client import Agent, BrowserLikePolicyForHTTPS, FileBodyProducer, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IPolicyForHTTPS, IResponse
 from zope.interface import implementer
@@ -21,6 +21,7 @@ from garlicfarm.config import TLSConfig
 from garlicfarm.handshake.authheader import parse_challenges
 from garlicfarm.handshake.digest import Challenge, DigestCredentials
 from garlicfarm.handshake.errors import AuthHeaderSyntaxError
+from garlicfarm.net.agent_errors import telling_cause
 from garlicfarm.net.client import plain_reason
 
 
@@ -42,16 +43,6 @@ class _FarmTLS:
         from garlicfarm.tls.options import client_options  # noqa: PLC0415 - pyOpenSSL is heavy
 
         return client_options(self.tls, hostname.decode("ascii"))
-
-
-def _cause(error: Exception) -> BaseException:
-    """The reason inside the Agent's ResponseFailed (ResponseNeverReceived...), which says only "a list
-    of Failures": a timeout's cancellation ("timed out"), a TLS refusal rather than the lost connection
-    that follows it, else the lost connection."""
-    if not isinstance(error, ResponseFailed):
-        return error
-    reasons: list[BaseException] = [r.value for r in error.reasons]
-    return next((e for e in reasons if not isinstance(e, ConnectionClosed)), reasons[0] if reasons else error)
 
 
 class AdminClient:
@@ -115,7 +106,7 @@ class AdminClient:
             except ConnectError as e:  # worded as the peer-protocol client words it (plain_reason)
                 raise AdminClientError(f"cannot connect to {self.url}: {plain_reason(e)}") from None
             except Exception as e:
-                raise AdminClientError(f"{self.url}{path}: {plain_reason(_cause(e))}") from None
+                raise AdminClientError(f"{self.url}{path}: {plain_reason(telling_cause(e))}") from None
             if response.code == 401:
                 sent = headers.hasHeader("Authorization")
                 if not self._take_challenge(response) and sent:

@@ -6,8 +6,6 @@ Used by the I2PControl client and by :class:`garlicfarm.router.publishers.URLPub
 
 from __future__ import annotations
 
-from typing import Any
-
 from OpenSSL import SSL
 from twisted.internet import error
 from twisted.internet.defer import Deferred, succeed
@@ -21,6 +19,7 @@ from twisted.web.http_headers import Headers
 from twisted.web.iweb import UNKNOWN_LENGTH, IAgent, IBodyProducer, IResponse
 from zope.interface import implementer
 
+from garlicfarm.net.agent_errors import telling_cause
 from garlicfarm.tls.errors import UnpinnedPeer
 
 MAX_RESPONSE = 1 << 20
@@ -153,12 +152,8 @@ def post(
 
 def describe(exc: BaseException | None, timeout: float | None = None) -> str:
     """A short account of why a request failed, looking inside Twisted's wrapper exceptions."""
-    reasons: list[Any] = getattr(exc, "reasons", None) or []
-    # ResponseNeverReceived, ResponseFailed, RequestTransmissionFailed: the first telling reason.
-    inner = [r.value for r in reasons if isinstance(r, Failure) and r.value is not None]
-    if inner:
-        lost = error.ConnectionLost | error.ConnectionDone
-        return describe(next((e for e in inner if not isinstance(e, lost)), inner[0]), timeout)
+    if exc is not None:
+        exc = telling_cause(exc)
     if isinstance(exc, error.TimeoutError | error.ConnectingCancelledError):
         return f"no answer within {timeout:g} s" if timeout is not None else "timed out"
     if isinstance(exc, error.ConnectionRefusedError):

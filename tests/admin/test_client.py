@@ -22,11 +22,12 @@ from twisted.web.client import ResponseNeverReceived
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
-from garlicfarm.admin.client import AdminClient, AdminClientError, _cause
+from garlicfarm.admin.client import AdminClient, AdminClientError
 from garlicfarm.admin.service import server_endpoint
 from garlicfarm.admin.site import AdminSite
 from garlicfarm.config import TLSConfig
 from garlicfarm.handshake.authheader import parse_credentials
+from garlicfarm.net.agent_errors import telling_cause
 from garlicfarm.net.client import plain_reason
 from garlicfarm.service import GarlicFarmService
 from tests.admin.nodes import PASSWORD, farm_tls, handle
@@ -239,9 +240,9 @@ def test_a_tls_refusal_is_named_before_the_lost_connection_that_follows() -> Non
     """Inside the Agent's ResponseNeverReceived, the TLS error is the cause, not the connection lost
     with it; a connection lost alone is the cause then."""
     lost, refused = ConnectionLost(), SSL.Error([("SSL routines", "", "certificate verify failed")])
-    assert _cause(ResponseNeverReceived([Failure(lost), Failure(refused)])) is refused
-    assert _cause(ResponseNeverReceived([Failure(lost)])) is lost
-    assert plain_reason(_cause(ResponseNeverReceived([Failure(lost), Failure(refused)]))).startswith(
+    assert telling_cause(ResponseNeverReceived([Failure(lost), Failure(refused)])) is refused
+    assert telling_cause(ResponseNeverReceived([Failure(lost)])) is lost
+    assert plain_reason(telling_cause(ResponseNeverReceived([Failure(lost), Failure(refused)]))).startswith(
         "TLS refused: certificate verify failed"
     )
 
