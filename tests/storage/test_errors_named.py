@@ -193,6 +193,14 @@ def test_a_compaction_that_disagrees_ends_the_log_at_the_snapshot(store: SQLiteL
 # ------------------------------------------------------------------ rows whose checksum matches
 
 
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    """A new store's file, closed: its rows are the test's to rewrite."""
+    path = tmp_path / "node.db"
+    SQLiteLogStore(path).close()
+    return path
+
+
 def refused(path: Path, says: str) -> None:
     with pytest.raises(CorruptLog) as raised:
         SQLiteLogStore(path)
@@ -216,10 +224,8 @@ def rewrite(path: Path, sql: str, *args: Any) -> None:
     ],
 )
 def test_a_hard_state_outside_raft_is_refused(
-    tmp_path: Path, term: int, vote: int | None, commit: int, says: str
+    path: Path, term: int, vote: int | None, commit: int, says: str
 ) -> None:
-    path = tmp_path / "node.db"
-    SQLiteLogStore(path).close()
     rewrite(
         path,
         "INSERT OR REPLACE INTO hard_state VALUES (0, ?, ?, ?, ?)",
@@ -231,9 +237,7 @@ def test_a_hard_state_outside_raft_is_refused(
     refused(path, says)
 
 
-def test_a_hard_state_with_another_checksum_shows_both(tmp_path: Path) -> None:
-    path = tmp_path / "node.db"
-    SQLiteLogStore(path).close()
+def test_a_hard_state_with_another_checksum_shows_both(path: Path) -> None:
     computed = hard_state_crc(1, None, 0)
     rewrite(path, "INSERT OR REPLACE INTO hard_state VALUES (0, 1, NULL, 0, 7)")
     refused(path, f"hard state fails its checksum (stored crc 0x00000007, computed {computed:#010x})")
@@ -243,9 +247,7 @@ def test_a_hard_state_with_another_checksum_shows_both(tmp_path: Path) -> None:
     ("index", "term", "says"),
     [(-1, 1, "snapshot index is -1, outside 0..2^63-1"), (5, -2, "snapshot term is -2, outside 0..2^63-1")],
 )
-def test_a_snapshot_row_outside_raft_is_refused(tmp_path: Path, index: int, term: int, says: str) -> None:
-    path = tmp_path / "node.db"
-    SQLiteLogStore(path).close()
+def test_a_snapshot_row_outside_raft_is_refused(path: Path, index: int, term: int, says: str) -> None:
     blob = encode_value(config(0, 1))
     rewrite(
         path,
@@ -258,9 +260,7 @@ def test_a_snapshot_row_outside_raft_is_refused(tmp_path: Path, index: int, term
     refused(path, says)
 
 
-def test_a_snapshot_row_with_another_checksum_shows_both(tmp_path: Path) -> None:
-    path = tmp_path / "node.db"
-    SQLiteLogStore(path).close()
+def test_a_snapshot_row_with_another_checksum_shows_both(path: Path) -> None:
     blob = encode_value(config(0, 1))
     computed = snapshot_crc(5, 1, blob)
     rewrite(path, "INSERT INTO snapshot VALUES (0, 5, 1, ?, 9)", blob)
