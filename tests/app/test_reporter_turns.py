@@ -63,6 +63,15 @@ def reporter(clock: Clock) -> tuple[StatusReporter, Reports]:
     return made, reports
 
 
+def started() -> tuple[Clock, StatusReporter, Reports]:
+    """A reporter started on a new clock, its first report in flight."""
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    clock.advance(0)
+    return clock, made, reports
+
+
 def due(clock: Clock) -> list[float]:
     return [call.getTime() - clock.seconds() for call in clock.getDelayedCalls()]
 
@@ -74,10 +83,7 @@ def logs() -> Iterator[Sequence[LogEvent]]:
 
 
 def test_failures_in_a_row_are_counted_and_a_success_resets_them() -> None:
-    clock = Clock()
-    made, reports = reporter(clock)
-    made.start()
-    clock.advance(0)
+    clock, made, reports = started()
     for n in (1, 2, 3):
         reports.fail()
         assert (made.failures_in_a_row, made.failures) == (n, n)
@@ -88,19 +94,13 @@ def test_failures_in_a_row_are_counted_and_a_success_resets_them() -> None:
 
 
 def test_the_lowest_jitter_halves_a_retry() -> None:
-    clock = Clock()
-    made, reports = reporter(clock)
-    made.start()
-    clock.advance(0)
+    clock, _, reports = started()
     reports.fail()
     assert due(clock) == [0.25]  # the first retry's 0.5 s, jittered by 0.5
 
 
 def test_failures_are_logged_at_debug_until_they_last(logs: Sequence[LogEvent]) -> None:
-    clock = Clock()
-    made, reports = reporter(clock)
-    made.start()
-    clock.advance(0)
+    clock, made, reports = started()
     for _ in range(QUIET_FAILURES):
         reports.fail("no leader yet")
         clock.advance(due(clock)[0])
@@ -116,10 +116,7 @@ def test_failures_are_logged_at_debug_until_they_last(logs: Sequence[LogEvent]) 
 
 @pytest.mark.parametrize("outcome", ["succeed", "fail"])
 def test_a_new_leader_during_a_report_gets_one_right_after_it(outcome: str) -> None:
-    clock = Clock()
-    made, reports = reporter(clock)
-    made.start()
-    clock.advance(0)
+    clock, made, reports = started()
     made.leader_changed()  # a report is in flight: never two at once
     assert due(clock) == [] and len(reports.pending) == 1
     getattr(reports, outcome)()
@@ -130,10 +127,7 @@ def test_a_new_leader_during_a_report_gets_one_right_after_it(outcome: str) -> N
 
 
 def test_a_new_leader_between_reports_is_reported_to_at_once() -> None:
-    clock = Clock()
-    made, reports = reporter(clock)
-    made.start()
-    clock.advance(0)
+    clock, made, reports = started()
     reports.succeed()
     clock.advance(10)
     made.leader_changed()
