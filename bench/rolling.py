@@ -41,6 +41,9 @@ from garlicfarm.net.client import FarmClient
 from garlicfarm.wire import Application
 from tests.e2e.procfarm import ProcFarm
 
+#: a handover slower than this (the target) has its story printed, from the causes Prober records
+SLOW = 0.05
+
 
 class Writers:
     """Clients of the client library writing unique values, one at a time each."""
@@ -49,6 +52,8 @@ class Writers:
         self.reactor = reactor
         self.clients = [GarlicFarmClient(reactor, settings) for _ in range(count)]
         self.acknowledged: dict[bytes, int] = {}
+        #: when each write was acknowledged (monotonic): did the farm take writes while the prober got none?
+        self.times: list[float] = []
         self.errors: list[str] = []
         self.running = True
 
@@ -59,6 +64,7 @@ class Writers:
             seq += 1
             try:
                 self.acknowledged[value] = await client.submit(value)
+                self.times.append(time.monotonic())
             except Exception as e:
                 self.errors.append(f"writer {n}: {e}")
             await task.deferLater(self.reactor, 0.005)
@@ -74,6 +80,7 @@ async def roll(reactor: Any, farm: ProcFarm, rounds: int, writers: int) -> dict[
     jobs.append(Deferred.fromCoroutine(prober.run()))
     jobs.append(Deferred.fromCoroutine(prober.keep_warm()))
     gaps: list[float] = []
+    slow: list[dict[str, Any]] = []
     try:
         await task.deferLater(reactor, 2.0)
         for _ in range(rounds):
@@ -93,6 +100,9 @@ async def roll(reactor: Any, farm: ProcFarm, rounds: int, writers: int) -> dict[
                 if was_leader:
                     gaps.append(_gap_around(prober.commits, stopped_at, node))
                     print(f"handover from {node}: {gaps[-1] * 1000:.1f} ms without a leader", file=sys.stderr)
+                    if gaps[-1] > SLOW:
+                        slow.append(_what_the_prober_met(prober, writing, stopped_at, node, gaps[-1]))
+                        print(json.dumps(slow[-1], indent=2), file=sys.stderr)
                 farm.start(node)
                 await task.deferLater(reactor, 3.0)  # it starts, catches up, and the farm settles
     finally:
@@ -103,6 +113,7 @@ async def roll(reactor: Any, farm: ProcFarm, rounds: int, writers: int) -> dict[
         "acknowledged": dict(writing.acknowledged),
         "errors": writing.errors,
         "gaps": gaps,
+        "slow_handovers": slow,
         "probes": len(prober.commits),
     }
 
@@ -119,6 +130,22 @@ def _gap_around(commits: list[tuple[float, int]], at: float, old: int) -> float:
     if end is None or len(times) < 2:
         return float("nan")
     return max(b - a for a, b in itertools.pairwise(times))
+
+
+def _what_the_prober_met(prober: Prober, writing: Writers, at: float, old: int, gap: float) -> dict[str, Any]:
+    """A slow handover's story from the prober's side: each probe that failed from 1 s before the
+    SIGTERM to the first commit through the new leader, who acknowledged the commits around it, and
+    the writers' acknowledgements meanwhile (times in ms after the SIGTERM)."""
+    end = next((t for t, node in prober.commits if t > at and node != old), at + 30.0)
+    return {
+        "from": old,
+        "gap_ms": round(gap * 1000, 1),
+        "writes_acknowledged": [round((t - at) * 1000, 1) for t in writing.times if at <= t <= end],
+        "failed_probes": [
+            [round((t - at) * 1000, 1), node, why] for t, node, why in prober.failures if at - 1.0 <= t <= end
+        ],
+        "commits": [[round((t - at) * 1000, 1), node] for t, node in prober.commits if at - 0.05 <= t <= end],
+    }
 
 
 def lost_writes(farm: ProcFarm, acknowledged: dict[bytes, int]) -> list[str]:
@@ -182,6 +209,7 @@ def main() -> None:
         "lost_writes": lost,
         "handovers": len(gaps),
         "gap_ms": [round(g * 1000, 1) for g in gaps],
+        "slow_handovers": outcome.get("slow_handovers", []),
     }
     print(json.dumps(result, indent=2))
     if args.json:

@@ -438,6 +438,8 @@ class ClientConnection(Protocol):
         self._dropping = False
         #: the connection is gone: requests fail at once (a caller may still hold it)
         self.lost = False
+        #: it closed on the server's Digest challenge, to answer it on a new connection
+        self.challenged = False
 
     def connectionMade(self) -> None:
         no_delay(self.transport)
@@ -454,6 +456,7 @@ class ClientConnection(Protocol):
             for event in self._handshake.receive_data(data, self.reactor.seconds()):
                 if isinstance(event, Reconnect):
                     self._why = f"challenge received ({event.reason}); reconnecting"
+                    self.challenged = True
                     self.transport.loseConnection()  # type: ignore[union-attr]
                 elif isinstance(event, Failed):
                     self.handshake_failure = event

@@ -2,6 +2,11 @@
 
 ``send`` never waits for a connection: Raft retries on its own schedule, so a request to a peer that
 is not connected fails at once (and the link keeps trying to come up in the background).
+
+A first connection to a peer ends in its Digest challenge (the handshake's normal path: the
+challenge is cached, and the next connection answers it); that reconnection is made at once, not
+after a backoff: a new leader whose first link to a follower waited for one held the farm without a
+quorum for up to a second (then check-quorum deposed it).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from twisted.application.internet import ClientService, backoffPolicy
+from twisted.application.internet import ClientService
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
 from twisted.internet.protocol import Factory, Protocol
@@ -30,6 +35,10 @@ class _Peer:
         self.service = service
         self.connection: ClientConnection | None = None
         self.last_failure: str | None = None
+        #: connections in a row that closed before the link came up (a handshake that failed, or
+        #: ended in the peer's Digest challenge), and whether the last one was a challenge
+        self.unready = 0
+        self.challenged = False
 
 
 class PeerConnections:
@@ -90,6 +99,7 @@ class PeerConnections:
 
         def ready(connection: ClientConnection) -> None:
             peer.connection = connection
+            peer.unready = 0
             self.log.info(
                 "connected to server {id} at {address} (features: {features})",
                 id=peer_id,
@@ -102,6 +112,9 @@ class PeerConnections:
             if peer.connection is connection:
                 peer.connection = None
                 self.log.info("link to server {id} lost: {why}", id=peer_id, why=why)
+            elif connection.upgraded is None:
+                peer.unready += 1
+                peer.challenged = connection.challenged
             peer.last_failure = why
 
         def build() -> Protocol:
@@ -111,12 +124,27 @@ class PeerConnections:
 
         factory = Factory.forProtocol(build)
         factory.noisy = False  # "Starting factory <...>" per attempt names no peer: our lines do
-        policy = backoffPolicy(initialDelay=0.05, maxDelay=5.0, factor=1.6, jitter=self._rng.random)
-        service = ClientService(self._endpoint_for(address), factory, retryPolicy=policy, clock=self.reactor)
+        service = ClientService(
+            self._endpoint_for(address),
+            factory,
+            retryPolicy=lambda n: self._retry_after(peer, n),
+            clock=self.reactor,
+        )
         peer = _Peer(address, service)
         self._peers[peer_id] = peer
         service.startService()
         return peer
+
+    def _retry_after(self, peer: _Peer, attempt: int) -> float:
+        """Seconds before the next connection to ``peer``: none to answer its first challenge, else
+        min(0.05 s x 1.6^n, 5 s) for the n-th failure in a row, stretched by up to half at random so
+        that the links of a restarted farm do not all come back at once. ClientService counts from 1
+        again after each connection that came up; handshakes that failed count on here (a peer that
+        refuses our credentials is not redialled several times a second)."""
+        if attempt == 1 and peer.unready == 1 and peer.challenged:
+            return 0.0
+        delay = min(0.05 * 1.6 ** min(max(attempt, peer.unready), 100), 5.0)
+        return delay * (1 + self._rng.random() / 2)
 
     def retain(self, wanted: Iterable[int]) -> None:
         """Stop dialling servers no longer ``wanted`` (removed, or a join refused or timed out):

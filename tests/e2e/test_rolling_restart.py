@@ -33,6 +33,8 @@ def test_rolling_restart_loses_no_write_and_shows_no_client_error(tmp_path: Path
     assert result["writes_acknowledged"] > 0
     assert result["client_errors"] == []
     assert result["lost_writes"] == []
+    for slow in result["slow_handovers"]:  # the story of each handover slower than 50 ms
+        assert slow["gap_ms"] > 50 and slow["commits"], slow
     logs = "".join(path.read_text(errors="replace") for path in sorted(farm.glob("node-*.log")))
     handovers = re.findall(r"handing the leadership over to server (\d)", logs)
     assert handovers, logs[-3000:]

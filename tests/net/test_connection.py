@@ -90,10 +90,10 @@ def connected(clock: Clock, handler: Handler) -> Link:
     nonces = NonceRegistry(lambda n: b"\x01" * n)
     first = Link(clock, handler, cache, nonces)
     first.pump.flush()
-    assert first.lost and "reconnecting" in first.lost[0]
+    assert first.lost and "reconnecting" in first.lost[0] and first.client.challenged
     second = Link(clock, handler, cache, nonces)
     second.pump.flush()
-    assert second.ready == [second.client]
+    assert second.ready == [second.client] and not second.client.challenged
     return second
 
 

@@ -18,12 +18,12 @@ from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from garlicfarm.handshake import PRE_VOTE, TRANSFER, ChallengeCache, ClientConfig, Upgraded
+from garlicfarm.handshake import PRE_VOTE, TRANSFER, ChallengeCache, ClientConfig, NonceRegistry, Upgraded
 from garlicfarm.net.connection import ClientConnection, ConnectionLimits, NotConnected
 from garlicfarm.net.peers import PeerConnections
 from garlicfarm.raft.types import PRE_VOTE_MARKER, TIMEOUT_NOW_MARKER, TRANSFER_VOTE_MARKER
 from garlicfarm.wire import RequestVoteRequest, Response, encode
-from tests.handshake.helpers import client_config
+from tests.handshake.helpers import client_config, rng, sent, serve, server_config
 from tests.net.test_connection import LIMITS
 
 ADDRESSES = {2: "tcp://127.0.0.1:28002", 3: "tcp://127.0.0.1:28003"}
@@ -125,21 +125,91 @@ def refusal(d: Deferred[Response]) -> str:
     return failures[0].getErrorMessage()
 
 
-def test_retries_back_off_on_the_nodes_reactor_by_1_6_to_5_s_plus_the_rngs_jitter() -> None:
-    """Failed attempts are retried on the node's clock after min(0.05 s x 1.6^n, 5 s) plus a jitter
-    drawn from the injected rng (ClientService counts the first failure as n = 1: 0.08 s)."""
-    jitters = [0.001 * n for n in range(1, 13)]
+def test_retries_back_off_on_the_nodes_reactor_by_1_6_to_5_s_stretched_by_the_rngs_jitter() -> None:
+    """Failed attempts are retried on the node's clock after min(0.05 s x 1.6^n, 5 s), stretched by up
+    to half by the injected rng (ClientService counts the first failure as n = 1: 0.08 s)."""
+    jitters = [0.08 * n for n in range(1, 13)]
     node = Node(rng=Jitter(*jitters))
     node.peers.send(2, vote()).addErrback(lambda _f: None)
     endpoint = node.endpoints[ADDRESSES[2]]
     for attempt, jitter in enumerate(jitters, start=1):
         assert len(endpoint.attempts) == attempt
         endpoint.refuse()
-        [retry] = node.clock.getDelayedCalls()
-        delay = retry.getTime() - node.clock.seconds()
-        assert delay == pytest.approx(min(0.05 * 1.6**attempt, 5.0) + jitter), attempt
+        delay = next_retry(node)
+        assert delay == pytest.approx(min(0.05 * 1.6**attempt, 5.0) * (1 + jitter / 2)), attempt
         node.clock.advance(delay)
     assert len(endpoint.attempts) == len(jitters) + 1
+
+
+def next_retry(node: Node) -> float:
+    [retry] = node.clock.getDelayedCalls()
+    return retry.getTime() - node.clock.seconds()
+
+
+def challenged(link: Link, server: int = 1) -> None:
+    """The peer answers the link's upgrade request with its Digest challenge (a real server
+    handshake's 401; another ``server`` does not know the nonce the last one gave): the link closes,
+    to come back with the answer."""
+    answer = sent(serve(server_config(), NonceRegistry(rng(server)), link.transport.value()))
+    assert answer.startswith(b"HTTP/1.1 401 "), answer
+    link.connection.dataReceived(answer)
+    assert link.connection.challenged and link.transport.disconnecting
+    link.close()
+
+
+def test_the_peers_challenge_is_answered_on_a_new_connection_at_once() -> None:
+    """A first link to a peer ends in its Digest challenge: the next connection is made at once, not
+    after a backoff (up to a second of jitter kept a new leader from its only follower: check-quorum
+    deposed it and the farm went a second without a leader, in a rolling restart)."""
+    node = Node(rng=Jitter(0.9, 0.9))
+    challenged(node.link(2))
+    assert next_retry(node) == 0.0
+    node.clock.advance(0)
+    endpoint = node.endpoints[ADDRESSES[2]]
+    assert len(endpoint.attempts) == 2
+    Link(endpoint).upgrade()
+    assert node.peers.connected() == {2: True}
+
+
+def test_a_refusal_right_after_the_answer_to_a_challenge_backs_off() -> None:
+    node = Node(rng=Jitter(0.0))
+    challenged(node.link(2))
+    node.clock.advance(next_retry(node))
+    node.endpoints[ADDRESSES[2]].refuse()  # the peer went down meanwhile
+    assert next_retry(node) == pytest.approx(0.05 * 1.6**2)  # ClientService's n = 2, not at once
+
+
+def test_a_second_challenge_in_a_row_and_refusals_after_one_back_off() -> None:
+    """Only the first challenge is answered at once: a peer that challenges every connection, or
+    refuses the one that answers, is dialled with the backoff of as many failures in a row."""
+    node = Node(rng=Jitter(0.0, 0.0, 0.0))
+    challenged(node.link(2))
+    node.clock.advance(next_retry(node))
+    endpoint = node.endpoints[ADDRESSES[2]]
+    challenged(Link(endpoint), server=2)
+    assert next_retry(node) == pytest.approx(0.05 * 1.6**2)  # the second connection in a row
+    node.clock.advance(next_retry(node))
+    endpoint.refuse()
+    assert next_retry(node) == pytest.approx(0.05 * 1.6**2)  # ClientService's n = 2
+    node.clock.advance(next_retry(node))
+    endpoint.refuse()
+    assert next_retry(node) == pytest.approx(0.05 * 1.6**3)
+
+
+def test_handshakes_that_fail_in_a_row_back_off_though_each_connection_came_up() -> None:
+    """ClientService starts counting again after every connection that came up; a peer that takes
+    the connection and refuses our credentials each time is still dialled less and less often."""
+    node = Node(rng=Jitter(*[0.0] * 6))
+    link = node.link(2)
+    endpoint = node.endpoints[ADDRESSES[2]]
+    for n in range(1, 6):
+        link.close()  # closed before the 101: a handshake that failed
+        assert next_retry(node) == pytest.approx(min(0.05 * 1.6**n, 5.0)), n
+        node.clock.advance(next_retry(node))
+        link = Link(endpoint)
+    link.upgrade()
+    link.close()  # a link that was up: the count starts again
+    assert next_retry(node) == pytest.approx(0.05 * 1.6)
 
 
 def test_each_peer_is_dialled_once_at_its_address_with_that_addresss_client_config() -> None:

@@ -91,7 +91,8 @@ def test_a_stale_links_loss_does_not_drop_the_live_one() -> None:
     peers, endpoint, _, _ = peers_dialling()
     first = link(peers, endpoint)
     second = built(endpoint)
-    first._on_ready(first)
-    second._on_ready(second)  # a reconnection: the newer link is the peer's
+    for connection in (first, second):  # a reconnection: the newer link is the peer's
+        connection._upgraded(Upgraded((("garlicfarm-features", ""),), b""))
     first._on_lost(first, "the old one went")
     assert peers.connected() == {2: True} and peers._peers[2].connection is second
+    assert peers._peers[2].unready == 0  # a link that was up is no failed handshake
