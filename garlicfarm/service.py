@@ -230,8 +230,10 @@ class GarlicFarmService(MultiService):
         )
 
     def _peer_features(self, peer_id: int, features: frozenset[str]) -> None:
+        """A link to ``peer_id`` came up, speaking ``features``."""
         self.driver.set_pre_vote_support(peer_id, PRE_VOTE in features)
         self.driver.set_transfer_support(peer_id, TRANSFER in features)
+        self.driver.link_up(peer_id)
 
     def _server_endpoint(self) -> Any:
         if self.config.tls is not None:

@@ -364,6 +364,20 @@ class RaftCore:
         """The driver learnt from ``peer``'s handshake whether it takes part in leadership transfer."""
         self._transfer_support[peer] = supported
 
+    def link_up(self, peer: int) -> None:
+        """A link to ``peer`` came up: what went to it before was lost with the old link, or never
+        left. A leader sends it what it lacks now rather than at its next heartbeat (a new leader
+        whose link to its only follower came up after its election waited a heartbeat for its
+        first commit). Raft lets a leader send AppendEntries when it likes: this only sends sooner
+        what its heartbeats would have resent."""
+        pr = self.progress.get(peer)  # (only a leader tracks its followers' progress)
+        if pr is None or pr.state is ProgressState.SNAPSHOT:
+            return  # (a snapshot chunk's resend waits for the heartbeat, as its answer does)
+        if pr.state is ProgressState.REPLICATE:
+            pr.become_probe()  # what was in flight is gone: from what it acknowledged
+        pr.paused = False  # (sending the probe counts its resend from now)
+        self._send_appends(peer)
+
     def _transfers_with(self, peer: int) -> bool:
         """Whether ``peer`` understands TimeoutNow and transfer votes. Unknown peers are not sent them
         when features are negotiated: JRaft would read a marker as a commit index."""

@@ -472,6 +472,15 @@ class RaftDriver:
         """What ``peer``'s handshake said about leadership transfer (JRaft: nothing, so False)."""
         self.core.set_transfer_support(peer, supported)
 
+    def link_up(self, peer: int) -> None:
+        """A link to ``peer`` came up: a leader sends it what it lacks now, not at its next heartbeat."""
+        if not self.running:
+            return
+        self._catch_up()
+        if self._guarded(self.core.link_up, peer):
+            self._soon()
+        self._rearm_unless_draining()
+
     def status(self) -> dict[str, Any]:
         return self.core.status()
 

@@ -254,13 +254,21 @@ class SimCluster:
 
     def _heal(self) -> None:
         self.faults_on = False
+        was_blocked = set(self.blocked)
         self.blocked.clear()
+        self._links_up(was_blocked)
         for node in self.nodes.values():
             node.crash_mid_ready = node.crash_after_commit = node.crash_after_vote = 0.0
             node.crash_points.crash_rate = node.crash_points.snapshot_crash_rate = 0.0
             node.crash_points.force_next = False  # a "crash soon" not yet due: faults are over
             if not node.up:
                 node.start()
+
+    def _links_up(self, was_blocked: set[tuple[int, int]]) -> None:
+        """Tell each live sender whose link came back (the driver's PeerConnections would)."""
+        for a, b in sorted(was_blocked - self.blocked):
+            if self.nodes[a].up:
+                self.nodes[a].link_up(b)
 
     def _final_checks(self, committed_at_heal: int | None) -> None:
         for problem in check_history(self.ops, self.committed):
@@ -326,6 +334,7 @@ class SimCluster:
             return
         ids = list(self.nodes)
         choice = self.rng.random()
+        was_blocked = set(self.blocked)
         self.blocked.clear()
         leaders = self.leaders()
         if choice < 0.3 and leaders:  # isolate the leader: strands whatever it appended last
@@ -339,6 +348,7 @@ class SimCluster:
                 a, b = self.rng.sample(ids, 2)
                 self.blocked.add((a, b))
         # else: healed
+        self._links_up(was_blocked)
         self._at(self._exp(self.settings.faults.partition_every), "partition", None)
 
     def _on_crash(self, _payload: None) -> None:

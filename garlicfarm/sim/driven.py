@@ -188,6 +188,14 @@ class DriverSimNode(SimNode):
         self.clock.advance(0)
         self._after()
 
+    def link_up(self, peer: int) -> None:
+        if not self._catch_up_clock():
+            return
+        assert self.driver is not None
+        self.driver.link_up(peer)
+        self.clock.advance(0)
+        self._after()
+
     def receive(self, message: Message, origin: Origin | None) -> None:
         if not self._catch_up_clock():
             return

@@ -168,6 +168,12 @@ class SimNode:
             self.core.transfer_leadership(target)
             self.process()
 
+    def link_up(self, peer: int) -> None:
+        """The link to ``peer`` came back (a partition healed)."""
+        if self.core is not None:
+            self.core.link_up(peer)
+            self.process()
+
     def receive(self, message: Message, origin: Origin | None) -> None:
         core = self.core
         if core is None:

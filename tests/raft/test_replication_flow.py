@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from garlicfarm.raft.progress import ProgressState
 from garlicfarm.storage.interface import HardState
 from garlicfarm.wire import AppendEntriesRequest, AppendEntriesResponse
 from tests.raft.harness import (
@@ -86,3 +87,51 @@ def test_heartbeat_resumes_stalled_pipeline() -> None:
     assert c[1].progress[2].match == 3, "node 2 never received x and y"
     assert beats == 2  # the second heartbeat without progress sends the follower back to probing
     assert terms(c.log(2)) == [1, 1, 1]
+
+
+def test_a_link_that_comes_up_gets_the_probe_its_leader_sent_into_the_void_at_once() -> None:
+    """A new leader's first AppendEntries to a follower it had no link to was lost; when the link
+    comes up the leader sends it again then, not at its next heartbeat (which would carry no entries:
+    a probe waits for its answer)."""
+    c = Cluster(3, GUARDED)
+    c.elect(1)
+    assert c.drop(lambda env: env.dst == 2) == 1  # the probe with the term's first entry
+    c.stabilize()
+    pr = c[1].progress[2]
+    c.tick(1, GUARDED.heartbeat_ticks)  # a heartbeat goes (empty: the probe waits for its answer)
+    c.flush()
+    assert c.drop(lambda env: env.dst == 2) == 1
+    c.stabilize()
+    assert pr.state is ProgressState.PROBE and pr.paused and pr.stalled_beats == 1
+    c[1].link_up(2)
+    assert pr.stalled_beats == 0  # the probe's resend is counted from now
+    (probe,) = sends_of(c.ready(1), AppendEntriesRequest)
+    assert isinstance(probe, AppendEntriesRequest)
+    assert probe.destination == 2 and probe.entries == (c.log(1)[-1],)
+    c.stabilize()
+    assert c.log(2) == c.log(1) and pr.state is ProgressState.REPLICATE
+
+
+def test_a_replicating_peers_new_link_restarts_from_what_it_acknowledged() -> None:
+    c = Cluster(3, GUARDED)
+    c.elect_and_settle(1)
+    pr = c[1].progress[2]
+    assert pr.state is ProgressState.REPLICATE
+    c.propose(1, b"x")
+    c.ready(1)
+    c.drop(lambda env: env.dst == 2)  # in flight on the link that went down
+    c[1].link_up(2)
+    assert pr.state is ProgressState.PROBE and pr.next == pr.match + 1 and not pr.inflight
+    assert [m.destination for m in sends_of(c.ready(1), AppendEntriesRequest)] == [2]
+    c.stabilize()
+    assert c.log(2) == c.log(1)
+
+
+def test_a_link_up_changes_nothing_but_for_a_leader_and_a_peer_it_replicates_to() -> None:
+    c = Cluster(3, GUARDED)
+    c.elect_and_settle(1)
+    c[2].link_up(1)  # a follower sends nothing
+    c[1].link_up(9)  # not a member
+    c[1].progress[3].become_snapshot(1)
+    c[1].link_up(3)  # a snapshot's chunk goes again with the heartbeat
+    assert not c[2].has_ready() and not sends_of(c.ready(1), AppendEntriesRequest)
