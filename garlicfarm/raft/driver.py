@@ -478,8 +478,7 @@ class RaftDriver:
             return
         self._catch_up()
         if self._guarded(self.core.link_up, peer):
-            self._soon()
-        self._rearm_unless_draining()
+            self._soon()  # (its drain re-arms the timer)
 
     def status(self) -> dict[str, Any]:
         return self.core.status()

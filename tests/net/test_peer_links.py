@@ -4,16 +4,21 @@ and announced, one that goes is forgotten (garlicfarm.net.peers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IProtocolFactory, IStreamClientEndpoint
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
 from zope.interface import implementer
 
+from garlicfarm.config import load_config
+from garlicfarm.farminit import FarmSpec, create_farm
 from garlicfarm.handshake import Upgraded
 from garlicfarm.net.connection import ClientConnection
 from garlicfarm.net.peers import PeerConnections
+from garlicfarm.service import GarlicFarmService
 from garlicfarm.wire import RequestVoteRequest
 from tests.handshake.helpers import client_config
 from tests.net.test_connection import LIMITS
@@ -96,3 +101,16 @@ def test_a_stale_links_loss_does_not_drop_the_live_one() -> None:
     first._on_lost(first, "the old one went")
     assert peers.connected() == {2: True} and peers._peers[2].connection is second
     assert peers._peers[2].unready == 0  # a link that was up is no failed handshake
+
+
+def test_a_nodes_link_that_comes_up_tells_its_driver_what_the_peer_speaks_and_that_it_is_up(
+    tmp_path: Path,
+) -> None:
+    create_farm(FarmSpec(tmp_path, 3, base_port=21970), force=True)
+    service = GarlicFarmService(load_config(tmp_path / "node-1.toml"), MemoryReactorClock())
+    told: list[int] = []
+    service.driver.link_up = told.append  # type: ignore[method-assign,assignment]
+    service.peers._on_features(2, frozenset({"transfer"}))
+    assert told == [2]
+    assert service.driver.core._transfer_support == {2: True}
+    assert service.driver.core._pre_vote_support == {2: False}

@@ -26,7 +26,7 @@ from garlicfarm.wire import (
     Request,
     Response,
 )
-from tests.raft.farm import Machine, outcome
+from tests.raft.farm import Farm, Machine, outcome
 from tests.raft.test_driver_says import driver_lines
 
 OPTIONS = RaftOptions(election_ticks=10, heartbeat_ticks=2)
@@ -145,3 +145,33 @@ def test_stopping_fails_what_is_pending_and_later_requests() -> None:
         with pytest.raises(NodeStopped):
             outcome(d)
     assert not driver.running and driver.status()["role"] == "leader"  # a clean stop is not a failure
+
+
+def test_a_link_up_sends_the_peer_what_it_lacks_in_the_same_turn_and_nothing_once_stopped() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    other = next(i for i in farm.drivers if i != leader.core.id)
+    farm.cut.add((leader.core.id, other))
+    leader.submit(b"x")
+    farm.run(0.1)  # heartbeats into the void: the peer is probed, its probe unanswered
+    farm.cut.clear()
+    sent: list[tuple[int, Any]] = []
+    send = leader.transport.send
+
+    def recording(to: int, message: Any, endpoint: str | None = None) -> Deferred[Any]:
+        sent.append((to, message))
+        return send(to, message, endpoint)
+
+    leader.transport.send = recording  # type: ignore[method-assign]
+    farm.clock.rightNow += 0.001  # the reactor looks at its clock before the core hears of the link
+    leader.link_up(other)
+    assert leader.last_tick == farm.clock.seconds()
+    farm.clock.advance(0)  # the turn's drain
+    assert [(to, [e.value for e in m.entries]) for to, m in sent] == [(other, [Application(b"x")])]
+    farm.run(0.005)
+    assert farm.machines[other].values == [b"x"]
+    leader.stop()
+    before = repr(leader.core.progress)
+    leader.link_up(other)
+    farm.clock.advance(0)
+    assert len(sent) == 1 and repr(leader.core.progress) == before
