@@ -66,7 +66,8 @@ if TYPE_CHECKING:  # imported when configured: the console and /metrics bring tw
     from garlicfarm.metrics.service import MetricsService
 
 LEADER_HEADER = "GarlicFarm-Leader"
-PRUNE_SECONDS = 5.0
+#: how often a node checks its peer links (the links to the voters up, none to a server gone)
+TEND_SECONDS = 5.0
 MEMBERS_HEADER = "GarlicFarm-Members"
 STATUS_HEADER = "GarlicFarm-Status"
 
@@ -150,8 +151,9 @@ class GarlicFarmService(MultiService):
             writer=self.writer,
         )
         self.driver.on_failure.append(self._failed)
+        #: keep a link to every other voter (whoever leads next has them when it needs them), and
         #: stop dialling servers that are neither members nor joining (a refused join, a removal)
-        self._pruner = LoopingCall(self._prune_peers)
+        self._pruner = LoopingCall(self._tend_peers)
         self._pruner.clock = self.reactor
         self.app = NodeApp.build(
             config, self.app_config, self.state, self.reactor, self.driver, self._to_leader
@@ -359,7 +361,7 @@ class GarlicFarmService(MultiService):
         super().startService()  # type: ignore[no-untyped-call]
         self.driver.start()
         self.app.reporter.start()
-        self._pruner.start(PRUNE_SECONDS, now=False)
+        self._pruner.start(TEND_SECONDS)
         self.log.info(
             "garlicfarm node {id} of farm {cluster} listening on {listen}",
             id=self.config.id,
@@ -367,11 +369,13 @@ class GarlicFarmService(MultiService):
             listen=self.config.listen,
         )
 
-    def _prune_peers(self) -> None:
+    def _tend_peers(self) -> None:
         try:
-            self.peers.retain(self.driver.core.contacts())
+            core = self.driver.core
+            self.peers.retain(core.contacts())
+            self.peers.dial(core.voters() - {core.id})
         except Exception:
-            self.log.failure("could not prune peer links (will try again)")
+            self.log.failure("could not tend the peer links (will try again)")
 
     def stopService(self) -> Deferred[None]:
         if self._pruner.running:

@@ -11,6 +11,7 @@ quorum for up to a second (then check-quorum deposed it).
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Iterable
 
@@ -145,6 +146,19 @@ class PeerConnections:
             return 0.0
         delay = min(0.05 * 1.6 ** min(max(attempt, peer.unready), 100), 5.0)
         return delay * (1 + self._rng.random() / 2)
+
+    def dial(self, wanted: Iterable[int]) -> None:
+        """Bring up a link to each of ``wanted`` not linked yet (its endpoint known and one we dial):
+        a node that becomes leader, or campaigns, then has its links, instead of a dial and a
+        challenge to wait for when it needs them (a leadership transfer took 15 ms longer so)."""
+        if not self.running:
+            return
+        for peer_id in wanted:
+            address = self._directory(peer_id)
+            if peer_id not in self._peers and address is not None:
+                # (an endpoint we will not dial: send says so when there is something to send)
+                with contextlib.suppress(ValueError):
+                    self._start(peer_id, address)
 
     def retain(self, wanted: Iterable[int]) -> None:
         """Stop dialling servers no longer ``wanted`` (removed, or a join refused or timed out):

@@ -346,3 +346,28 @@ def test_dialling_logs_no_anonymous_starting_factory_lines() -> None:
     finally:
         globalLogPublisher.removeObserver(observer)
     assert not [e for e in events if "Starting factory" in (formatEvent(e) or "")]
+
+
+def test_dial_brings_up_a_link_to_each_peer_not_linked_yet_whose_endpoint_it_knows() -> None:
+    node = Node()
+    two = node.link(2)
+    node.peers.dial([2, 3, 9])  # 9: no endpoint known
+    node.peers.dial([3])
+    assert len(node.endpoints[ADDRESSES[2]].attempts) == 1 and two.connection is not None
+    assert len(node.endpoints[ADDRESSES[3]].attempts) == 1  # dialled once, kept up by its service
+    assert node.peers.connected() == {2: False, 3: False} and set(node.endpoints) == set(ADDRESSES.values())
+
+
+def test_dial_skips_an_endpoint_it_will_not_dial_and_dials_nothing_once_stopped() -> None:
+    node = Node()
+
+    def refused(address: str) -> Endpoint:
+        raise ValueError(f"{address}: cleartext off loopback")
+
+    node.peers._endpoint_for = refused
+    node.peers.dial([2])
+    assert node.peers.connected() == {}
+    node = Node()
+    node.peers.stop()
+    node.peers.dial([2, 3])
+    assert node.endpoints == {}

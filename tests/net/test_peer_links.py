@@ -11,6 +11,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IProtocolFactory, IStreamClientEndpoint
 from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import formatEvent, globalLogPublisher
 from zope.interface import implementer
 
 from garlicfarm.config import load_config
@@ -18,7 +19,7 @@ from garlicfarm.farminit import FarmSpec, create_farm
 from garlicfarm.handshake import Upgraded
 from garlicfarm.net.connection import ClientConnection
 from garlicfarm.net.peers import PeerConnections
-from garlicfarm.service import GarlicFarmService
+from garlicfarm.service import TEND_SECONDS, GarlicFarmService
 from garlicfarm.wire import RequestVoteRequest
 from tests.handshake.helpers import client_config
 from tests.net.test_connection import LIMITS
@@ -114,3 +115,27 @@ def test_a_nodes_link_that_comes_up_tells_its_driver_what_the_peer_speaks_and_th
     assert told == [2]
     assert service.driver.core._transfer_support == {2: True}
     assert service.driver.core._pre_vote_support == {2: False}
+
+
+def test_a_running_node_keeps_a_link_to_every_other_voter_and_tends_them_on(tmp_path: Path) -> None:
+    """Dialled at start (whoever leads next has its links), checked every TEND_SECONDS; a failure
+    of the check is logged and the next one runs."""
+    create_farm(FarmSpec(tmp_path, 3, base_port=21980), force=True)
+    reactor = MemoryReactorClock()
+    service = GarlicFarmService(load_config(tmp_path / "node-1.toml"), reactor)
+    events: list[Any] = []
+    observer: Any = events.append
+    service.startService()
+    try:
+        assert service.peers.connected() == {2: False, 3: False}
+        assert len(reactor.tcpClients) == 2
+        service.peers.retain = None  # type: ignore[assignment,method-assign]
+        globalLogPublisher.addObserver(observer)
+        reactor.advance(TEND_SECONDS)
+        globalLogPublisher.removeObserver(observer)
+        said = [formatEvent(e) for e in events]
+        assert "could not tend the peer links (will try again)" in said
+        assert service._pruner.running
+    finally:
+        del service.peers.retain
+        service.stopService()
