@@ -356,6 +356,7 @@ def test_dial_brings_up_a_link_to_each_peer_not_linked_yet_whose_endpoint_it_kno
     assert len(node.endpoints[ADDRESSES[2]].attempts) == 1 and two.connection is not None
     assert len(node.endpoints[ADDRESSES[3]].attempts) == 1  # dialled once, kept up by its service
     assert node.peers.connected() == {2: False, 3: False} and set(node.endpoints) == set(ADDRESSES.values())
+    assert node.configs == [ADDRESSES[2], ADDRESSES[3]]  # nothing made for the server of no endpoint
 
 
 def test_dial_skips_an_endpoint_it_will_not_dial_and_dials_nothing_once_stopped() -> None:
