@@ -150,7 +150,7 @@ class PeerConnections:
     def dial(self, wanted: Iterable[int]) -> None:
         """Bring up a link to each of ``wanted`` not linked yet (its endpoint known and one we dial):
         a node that becomes leader, or campaigns, then has its links, instead of a dial and a
-        challenge to wait for when it needs them (a leadership transfer took 15 ms longer so)."""
+        challenge to wait for when it needs them."""
         if not self.running:
             return
         for peer_id in wanted:
