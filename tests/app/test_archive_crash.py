@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from twisted.logger import LogLevel, formatEvent, globalLogPublisher
+from twisted.logger import LogLevel, capturedLogs, formatEvent, globalLogPublisher
 
 from garlicfarm.app.archive import TelemetryArchive
 from garlicfarm.app.schema import parse_entry
@@ -70,3 +70,20 @@ def test_a_one_day_retention_keeps_today_and_yesterday_and_drops_older_days(tmp_
         "date=2023-11-14",
         "notes",
     ]
+
+
+def test_a_write_that_keeps_failing_is_logged_at_its_first_then_every_hundredth_time(tmp_path: Path) -> None:
+    archive = TelemetryArchive(tmp_path / "archive", 1)
+
+    def full(index: int, record: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    archive._append = full  # type: ignore[method-assign]
+    with capturedLogs() as events:
+        for index in range(1, 202):
+            archive.append(index, None)  # type: ignore[arg-type]
+    said = [formatEvent(e) for e in events if e["log_level"] == LogLevel.error]
+    assert [line.split(" (")[0] for line in said] == [
+        f"telemetry archive: cannot write record {index}" for index in (1, 101, 201)
+    ]
+    assert "(101 failed so far): [Errno 28] No space left on device" in said[1]

@@ -154,7 +154,8 @@ def test_a_snapshot_from_before_the_check_leaves_the_chain_unknown() -> None:
     assert restored.log_checks == 0
     assert json.loads(restored.snapshot())["digest"] is None  # and it is snapshotted as unknown
     old["digest"] = "ab" * 31
-    assert "digest: not a SHA-256" in (state.check_snapshot(json.dumps(old).encode()) or "")
+    said = state.check_snapshot(json.dumps(old).encode())
+    assert said == "not a snapshot of this farm's application state (ValueError: digest: not a SHA-256)"
 
 
 def test_the_status_shows_the_digest_and_counts_every_check() -> None:
@@ -176,7 +177,15 @@ def test_a_status_report_carries_the_members_mark() -> None:
     parsed = parse_entry(data, "farm")
     assert parsed == parse_accepted(data, "farm")
     assert getattr(parsed, "log", None) == mark
-    assert "log" not in status_record("farm", 2, DATE, RouterStatus("OK", 0), [])
+    plain = status_record("farm", 2, DATE, RouterStatus("OK", 0), [])
+    assert "log" not in plain
+    # a member that never published says so by default
+    assert plain["meta"] == {
+        "destination": None,
+        "lastPublishedTime": 0,
+        "publishConfig": "auto",
+        "publishing": False,
+    }
 
 
 @pytest.mark.parametrize(

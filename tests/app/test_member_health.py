@@ -3,9 +3,12 @@ each threshold at the bound and one step past it."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
-from garlicfarm.app.members import JOB_LAG_MS, LAG_ENTRIES, STALE_INTERVALS, health
+from garlicfarm.app.members import JOB_LAG_MS, LAG_ENTRIES, STALE_INTERVALS, dated_ahead, health
+from garlicfarm.app.scoring import MAX_AHEAD_MS
 
 INTERVAL = 60.0
 STALE = STALE_INTERVALS * INTERVAL  # 150 s
@@ -59,3 +62,16 @@ def test_a_router_in_trouble_makes_a_member_lagging(net_status: str | None, verd
 
 def test_staleness_wins_over_lagging() -> None:
     assert health(STALE + 1, INTERVAL, lag=LAG_ENTRIES + 1, net_status="FIREWALLED") == "stale"
+
+
+@pytest.mark.parametrize(
+    ("date", "now", "ahead"),
+    [
+        (MAX_AHEAD_MS + 10**6, 0, False),  # the farm has no time yet: nothing is ahead of it
+        (MAX_AHEAD_MS + 2, 1, True),  # from the farm's first millisecond on
+        (MAX_AHEAD_MS + 1, 1, False),  # at the bound
+    ],
+)
+def test_a_report_is_dated_ahead_only_past_the_bound_of_a_farm_time(date: int, now: int, ahead: bool) -> None:
+    assert dated_ahead(types.SimpleNamespace(date=date), now) is ahead  # type: ignore[arg-type]
+    assert dated_ahead(None, now) is False  # no report: nothing to judge

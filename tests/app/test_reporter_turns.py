@@ -15,10 +15,10 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.task import Clock
 from twisted.logger import LogEvent, LogLevel, capturedLogs, formatEvent
 
-from garlicfarm.app.publishing import QUIET_FAILURES, MetaLSRole, StatusReporter
+from garlicfarm.app.publishing import QUIET_FAILURES, MetaLSRole, NoLeader, StatusReporter
 from garlicfarm.app.scoring import Lease
 from garlicfarm.router.interface import MetaLease
-from garlicfarm.wire import AppendEntriesResponse
+from garlicfarm.wire import AppendEntriesResponse, Application, LogEntry
 
 INTERVAL = 60.0
 
@@ -156,10 +156,16 @@ def test_a_stopped_reporter_schedules_nothing() -> None:
 class Hook:
     """A Meta LS publisher: delivers at once, or as ``answer`` says, or fails with ``error``."""
 
-    def __init__(self, answer: Deferred[None] | None = None, error: Exception | None = None) -> None:
+    def __init__(
+        self,
+        answer: Deferred[None] | None = None,
+        error: Exception | None = None,
+        stop_error: Exception | None = None,
+    ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.answer = answer
         self.error = error
+        self.stop_error = stop_error
 
     def publish(self, master: str, contents: tuple[MetaLease, ...]) -> Deferred[None]:
         self.calls.append(("publish", master, contents))
@@ -169,7 +175,7 @@ class Hook:
 
     def stop(self, master: str) -> Deferred[None]:
         self.calls.append(("stop", master, None))
-        return succeed(None)
+        return fail(self.stop_error) if self.stop_error is not None else succeed(None)
 
 
 def role(hook: Hook, clock: Clock) -> tuple[MetaLSRole, Any]:
@@ -214,6 +220,16 @@ def test_another_publisher_chosen_stops_this_one_and_it_may_come_back() -> None:
     assert (made.active, shown.publishing) == (True, True)
 
 
+def test_a_publisher_that_fails_to_stop_is_logged_and_no_longer_publishing(logs: Sequence[LogEvent]) -> None:
+    made, shown = role(Hook(stop_error=OSError("I2CP gone")), Clock())
+    made.changed(1, (Lease("d1", 1),))
+    made.changed(2, (Lease("d1", 1),))
+    failed = [e for e in logs if "hook failed" in formatEvent(e)]
+    assert [formatEvent(e) for e in failed] == ["the Meta LS publisher hook failed to stop"]
+    assert failed[0]["log_failure"].check(OSError)
+    assert made.active is False and not shown.publishing
+
+
 def test_a_publisher_that_fails_is_logged_and_kept_from_the_caller(logs: Sequence[LogEvent]) -> None:
     clock = Clock()
     clock.advance(5)
@@ -251,3 +267,83 @@ def test_a_report_the_leader_refuses_is_a_failure_not_a_submission() -> None:
     assert sent == [2]
     assert [type(o).__name__ for o in outcome] == ["NoLeader"]
     assert str(outcome[0]) == "the leader did not take the report"
+
+
+def follower_reporter(
+    leader: int | None, answers: list[AppendEntriesResponse]
+) -> tuple[StatusReporter, list[tuple[int, Any]]]:
+    """A reporter on a follower that knows ``leader``; the leader's answers given in turn."""
+    core = types.SimpleNamespace(is_leader=lambda: False, leader_id=leader)
+    sent: list[tuple[int, Any]] = []
+
+    def send(to: int, request: object) -> Deferred[AppendEntriesResponse]:
+        sent.append((to, request))
+        return succeed(answers.pop(0))
+
+    made = StatusReporter(
+        Clock(),
+        types.SimpleNamespace(core=core),  # type: ignore[arg-type]
+        send,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        "farm",
+    )
+    return made, sent
+
+
+def submitted(made: StatusReporter, data: bytes = b"{}") -> object:
+    outcome: list[object] = []
+    Deferred.fromCoroutine(made.submit(data)).addErrback(lambda f: f.value).addBoth(outcome.append)
+    [result] = outcome
+    return result
+
+
+def test_a_follower_s_report_goes_to_its_leader_as_one_entry_and_commits_at_the_index_before_next() -> None:
+    made, sent = follower_reporter(2, [AppendEntriesResponse(source=2, accepted=True, next_index=8)])
+    assert submitted(made, b'{"id":1}') == 7  # the index of the entry: next_index - 1
+    [(to, request)] = sent
+    assert to == 2 and request.entries == (LogEntry(0, Application(b'{"id":1}')),)  # its term: the leader's
+
+
+def test_a_redirect_is_followed_once_more_then_the_report_fails() -> None:
+    """A leader naming a third server: the follower asks again (its core may have learnt the new
+    leader meanwhile), twice in all, then gives up on this report."""
+    redirect = AppendEntriesResponse(source=2, destination=3, accepted=False)
+    made, sent = follower_reporter(2, [redirect, redirect, redirect])
+    result = submitted(made)
+    assert isinstance(result, NoLeader) and str(result) == "the leader did not take the report"
+    assert [to for to, _ in sent] == [2, 2]
+
+
+def test_a_follower_that_knows_no_leader_says_so_and_sends_nothing() -> None:
+    made, sent = follower_reporter(None, [])
+    result = submitted(made)
+    assert isinstance(result, NoLeader) and str(result) == "no leader known" and sent == []
+
+
+def test_a_new_role_is_not_publishing_and_says_false_not_null() -> None:
+    made, _ = role(Hook(), Clock())
+    assert made.active is False  # the node's status says "publishing": false
+
+
+class FailingRouter:
+    async def router_status(self) -> Any:
+        raise OSError("x" * 300)
+
+    async def leaf_status(self) -> Any:
+        raise AssertionError("not asked")
+
+
+def test_a_router_that_does_not_answer_is_named_in_the_reporters_router_error_cut_at_200() -> None:
+    made = StatusReporter(
+        Clock(),
+        None,  # type: ignore[arg-type]
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        FailingRouter(),  # type: ignore[arg-type]
+        "farm",
+    )
+    assert made.router_error is None  # nothing known to be wrong yet
+    outcome: list[object] = []
+    Deferred.fromCoroutine(made.report_once()).addErrback(lambda f: f.value).addBoth(outcome.append)
+    assert isinstance(outcome[0], OSError)
+    said: Any = made.router_error  # (read again: mypy holds it None since the assert above)
+    assert said == ("OSError: " + "x" * 300)[:200] and len(said) == 200
