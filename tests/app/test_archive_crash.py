@@ -87,3 +87,35 @@ def test_a_write_that_keeps_failing_is_logged_at_its_first_then_every_hundredth_
         f"telemetry archive: cannot write record {index}" for index in (1, 101, 201)
     ]
     assert "(101 failed so far): [Errno 28] No space left on device" in said[1]
+
+
+def test_a_whole_last_line_gets_no_blank_line_after_it_on_reopening(tmp_path: Path) -> None:
+    TelemetryArchive(tmp_path, 1).append(1, _record(1, DATE))
+    [path] = tmp_path.glob("date=*/node-1.jsonl")
+    TelemetryArchive(tmp_path, 1).append(2, _record(1, DATE + 1))
+    lines = path.read_bytes().split(b"\n")
+    assert [json.loads(line)["index"] for line in lines[:-1]] == [1, 2] and lines[-1] == b""
+
+
+def test_a_line_is_compact_sorted_json_of_index_recorder_and_record_unicode_kept(tmp_path: Path) -> None:
+    raw = record(1, DATE)
+    raw["meta"]["destination"] = "fermé"  # the master's name is the operator's
+    TelemetryArchive(tmp_path, 7).append(3, parse_entry(json.dumps(raw).encode(), "farm"))  # type: ignore[arg-type]
+    [path] = tmp_path.glob("date=*/node-7.jsonl")
+    line = path.read_bytes()
+    assert line.startswith(b'{"index":3,"record":{') and line.endswith(b',"recorded":7}\n')
+    assert "fermé".encode() in line and b": " not in line and b", " not in line
+    assert list(json.loads(line)["record"]) == sorted(json.loads(line)["record"])
+
+
+def test_no_retention_keeps_every_day_and_the_last_index_archived_is_not_written_again(
+    tmp_path: Path,
+) -> None:
+    old = tmp_path / "date=2020-01-01"
+    old.mkdir()
+    archive = TelemetryArchive(tmp_path, 1, 0, clock=lambda: DATE)
+    archive.append(4, _record(1, DATE))
+    archive.append(4, _record(1, DATE))  # the log replayed after a restart: already archived
+    assert old.exists()
+    [path] = tmp_path.glob("date=2023*/node-1.jsonl")
+    assert len(path.read_bytes().splitlines()) == 1
