@@ -248,25 +248,10 @@ def test_a_publisher_that_fails_is_logged_and_kept_from_the_caller(logs: Sequenc
 def test_a_report_the_leader_refuses_is_a_failure_not_a_submission() -> None:
     """A follower's report goes to the leader; a refusal (the leader naming itself, or no one) ends
     the try with NoLeader, never as a report sent."""
-    core = types.SimpleNamespace(is_leader=lambda: False, leader_id=2)
-    sent: list[int] = []
-
-    def send(leader: int, request: object) -> Deferred[AppendEntriesResponse]:
-        sent.append(leader)
-        return succeed(AppendEntriesResponse(source=2, destination=2, accepted=False))
-
-    made = StatusReporter(
-        Clock(),
-        types.SimpleNamespace(core=core),  # type: ignore[arg-type]
-        send,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        "farm",
-    )
-    outcome: list[object] = []
-    Deferred.fromCoroutine(made.submit(b"{}")).addErrback(lambda f: f.value).addBoth(outcome.append)
-    assert sent == [2]
-    assert [type(o).__name__ for o in outcome] == ["NoLeader"]
-    assert str(outcome[0]) == "the leader did not take the report"
+    made, sent = follower_reporter(2, [AppendEntriesResponse(source=2, destination=2, accepted=False)])
+    result = submitted(made)
+    assert [to for to, _ in sent] == [2]
+    assert isinstance(result, NoLeader) and str(result) == "the leader did not take the report"
 
 
 def follower_reporter(
