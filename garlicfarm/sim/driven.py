@@ -172,29 +172,24 @@ class DriverSimNode(SimNode):
             self.clock.advance(max(0.0, self.checker.now / 1000 - self.clock.seconds()))
         return self.driver is not None
 
-    def tick(self) -> None:
+    def _turn(self, act: Callable[[RaftDriver], object]) -> None:
+        """One reactor turn of a node that is up: ``act`` on its driver, then the turn's end (the
+        driver drains its core)."""
         if not self._catch_up_clock():
             return
         assert self.driver is not None
-        self.driver._tick()
+        act(self.driver)
         self.clock.advance(0)
         self._after()
+
+    def tick(self) -> None:
+        self._turn(lambda driver: driver._tick())
 
     def transfer(self, target: int | None) -> None:
-        if not self._catch_up_clock():
-            return
-        assert self.driver is not None
-        self.driver.transfer_leadership(target)
-        self.clock.advance(0)
-        self._after()
+        self._turn(lambda driver: driver.transfer_leadership(target))
 
     def link_up(self, peer: int) -> None:
-        if not self._catch_up_clock():
-            return
-        assert self.driver is not None
-        self.driver.link_up(peer)
-        self.clock.advance(0)
-        self._after()
+        self._turn(lambda driver: driver.link_up(peer))
 
     def receive(self, message: Message, origin: Origin | None) -> None:
         if not self._catch_up_clock():
