@@ -24,15 +24,14 @@ settings.register_profile(
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
 )
-if "MUTANT_UNDER_TEST" in os.environ:
-    settings.load_profile("mutation")
 
 #: mutmut's names for its own runs (the clean and coverage runs, its check that a failure shows)
 _NOT_A_MUTANT = {"", "stats", "fail"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # mutmut's fork server imports this file once, maybe before it names a mutant
+    # here rather than at import: mutmut's fork server imports this file once, maybe before it
+    # names a mutant, and runs a pytest session (so this hook) per mutant
     if "MUTANT_UNDER_TEST" in os.environ:
         settings.load_profile("mutation")
 
