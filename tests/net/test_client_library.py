@@ -49,6 +49,9 @@ class StandIn:
         self.last += len(request.entries)
         return AppendEntriesResponse(source=1, destination=1, term=1, next_index=self.last + 1, accepted=True)
 
+    async def status(self, uri: str | None = None) -> dict[str, Any]:
+        return {"asked": uri}
+
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> GarlicFarmClient:
@@ -149,3 +152,10 @@ def test_membership_changes_name_the_server(client: GarlicFarmClient) -> None:
     assert add_what == "add server 4"
     assert remove == RemoveServerRequest(entries=(LogEntry(0, ClusterServer(2)),))
     assert remove_what == "remove server 2"
+
+
+def test_status_asks_the_node_named_or_the_first(client: GarlicFarmClient) -> None:
+    got: list[Any] = []
+    client.status("tcp://127.0.0.1:2").addBoth(got.append)
+    client.status().addBoth(got.append)
+    assert got == [{"asked": "tcp://127.0.0.1:2"}, {"asked": None}]

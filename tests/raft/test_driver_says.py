@@ -204,3 +204,24 @@ def test_a_change_a_follower_is_sent_is_logged_as_refused_for_not_leading() -> N
     said = [text for level, text in lines if level is LogLevel.info]
     assert "remove server 4: asked" in said
     assert "remove server 4: refused: not the leader" in said
+
+
+def test_a_change_its_deposed_leader_appended_and_a_new_leader_overwrote_is_logged_as_refused() -> None:
+    """The core's own refusals name their cause (``change_refused``); an appended change whose entry
+    a later leader overwrote has none, and the driver's line says this server no longer leads."""
+    farm = Farm(3, spares=1)
+    leader = farm.wait_for_leader()
+    lid = leader.core.id
+    others = [i for i in range(1, 4) if i != lid]
+    # the leader hears only the new server, and the new server only the leader
+    farm.cut |= {(a, b) for a in others for b in (lid, 4)} | {(b, a) for a in others for b in (lid, 4)}
+    with driver_lines() as lines:
+        asked = leader.handle_request(AddServerRequest(entries=(LogEntry(0, ClusterServer(4, endpoint(4))),)))
+        farm.run(3.0)
+        assert not leader.core.is_leader() and leader.core.config.endpoint_of(4) is not None
+        farm.cut.clear()
+        farm.run(2.0)
+        assert not outcome(asked).accepted
+    assert leader.core.config.endpoint_of(4) is None
+    said = [text for level, text in lines if level is LogLevel.info]
+    assert f"add server 4 at {endpoint(4)}: refused: this server is not the leader" in said

@@ -4,6 +4,7 @@ mutation testing of garlicfarm/raft/core.py found untested (docs/verification.md
 from __future__ import annotations
 
 import attrs
+import pytest
 
 from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.types import RaftOptions, Role
@@ -136,6 +137,34 @@ def test_a_join_is_given_up_only_after_join_timeout_ticks_of_silence_since_the_l
     assert not still_joining(leader)
     answer = c.client_replies[handle]
     assert isinstance(answer, AddServerResponse) and answer.accepted is False
+
+
+@pytest.mark.parametrize(
+    ("tick_seconds", "waited"), [(None, "8 ticks"), (0.25, "2 s"), (1.5, "12 s")]
+)
+@pytest.mark.parametrize("accepted", [False, True])
+def test_a_given_up_join_names_its_cause_and_how_long_it_waited(
+    tick_seconds: float | None, waited: str, accepted: bool
+) -> None:
+    """The cause an operator sees (``change_refused``): no answer to the invitation, or no progress
+    in the catch-up, after join_timeout_ticks given in seconds when the driver says how long a tick
+    is."""
+    options = attrs.evolve(PAPER, join_timeout_ticks=8, heartbeat_ticks=1)
+    c, leader, _ = joining(options, entries=3)
+    leader.tick_seconds = tick_seconds
+    if accepted:
+        leader.step(join_answer(True))
+    c.ready(1)
+    c.tick(1, 9)
+    c.flush()
+    assert not still_joining(leader)
+    why = (
+        f"the catch-up of server 4 timed out: no progress in {waited} (at index 0 of {leader.log.last_index})"
+        if accepted
+        else f"server 4 did not answer the invitation to join within {waited}: it is unreachable at sim://4"
+        " (not running, wrong endpoint, or refusing our connection: its log says which)"
+    )
+    assert leader.status()["change_refused"] == {"server": 4, "why": why}
 
 
 def test_a_silent_joiner_that_accepted_is_sent_its_pack_again_not_the_invitation() -> None:
