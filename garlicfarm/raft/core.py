@@ -1371,7 +1371,9 @@ class RaftCore:
                     "to another farm?); wipe its data directory and add it again"
                 )
                 return
-            pr.next = max(pr.match + 1, min(m.next_index, pr.next - 1))
+            # The same pack again: one is in flight at a time, so next is already match + 1 (a joiner
+            # that refuses what it acknowledged lost its log, which no hint of its own can mend).
+            pr.next = pr.match + 1
         if pr.match >= self.log.last_index - self.options.catch_up_margin and pr.match >= self.commit:
             self._finish_join()
         else:

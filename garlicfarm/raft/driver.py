@@ -360,9 +360,6 @@ class RaftDriver:
             self._catch_up()
         if not self.core.is_leader():
             return _failed(NotLeader(self.core.leader_id, self.core.leader_endpoint()))
-        refusal = self.core.change_refusal()
-        if refusal is not None:
-            return _failed(ChangeRefused(f"cannot {what}: {refusal}"))
 
         def done(response: Response) -> None:
             if not response.accepted:
@@ -376,12 +373,12 @@ class RaftDriver:
     def _change_refusal(self, request: Request) -> str:
         """Why the leader refused the membership change ``request`` (the core keeps the last cause)."""
         refused = self.core.change_refused
-        server = getattr(request.entries[0].value, "id", None) if request.entries else None
-        if refused is not None and refused[0] == server:
+        value = request.entries[0].value
+        if refused is not None and isinstance(value, ClusterServer) and refused[0] == value.id:
             return refused[1]
-        if not self.core.is_leader():
-            return "this server is not the leader"
-        return "refused by the leader (its log says why)"
+        # The core names the cause of each change it refuses; the one it cannot name is an entry
+        # appended while this server led and replaced by another leader's before it committed.
+        return "another leader's entry replaced it before it committed"
 
     def handle_request(self, request: Request) -> Deferred[Response]:
         """Serve a request from a peer or client; fires with the response to send back."""

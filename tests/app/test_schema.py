@@ -158,6 +158,17 @@ def test_nesting_up_to_the_bound_is_read_and_one_deeper_is_not() -> None:
         parse_json(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
 
 
+def test_objects_nested_up_to_the_bound_are_read_and_one_deeper_are_not() -> None:
+    def nested(depth: int, leaf: bytes = b"1") -> bytes:
+        return b'{"k":' * (depth - 1) + leaf + b"}" * (depth - 1)
+
+    assert parse_json(nested(MAX_DEPTH)) is not None
+    with pytest.raises(SchemaError, match=rf"^k(\.k){{{MAX_DEPTH - 2}}}: holds a lone surrogate"):
+        parse_json(nested(MAX_DEPTH, b'"\\ud800"'))
+    with pytest.raises(SchemaError, match=f"^nested deeper than {MAX_DEPTH}$"):
+        parse_json(nested(MAX_DEPTH + 1))
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [

@@ -20,7 +20,7 @@ from garlicfarm.storage.interface import StorageError
 from garlicfarm.storage.memory import MemoryLogStore
 from garlicfarm.wire import AppendEntriesResponse
 from garlicfarm.wire.types import NO_LEADER
-from tests.raft.farm import Machine, outcome
+from tests.raft.farm import Farm, Machine, outcome
 from tests.raft.harness import append, vote
 from tests.raft.test_driver_edges import ONE, OPTIONS, THREE, FailingTransport, Picky, driver_with
 from tests.raft.test_driver_says import driver_lines
@@ -293,3 +293,18 @@ def test_a_second_stop_keeps_the_first_ones_cause() -> None:
     assert first is not None
     driver.stop()
     assert driver.stopped_by is first and not driver.running
+
+
+def test_a_driver_stopped_in_order_starts_again_and_applies_what_commits() -> None:
+    """stop() forgets its timer and its pending apply call: start() on the same driver arms new ones
+    (a left-over handle would keep the new timer or the applies from ever being scheduled)."""
+    farm = Farm(3)
+    farm.submit([b"before"])
+    follower = next(i for i, d in farm.drivers.items() if not d.core.is_leader())
+    driver = farm.drivers[follower]
+    farm.stop(follower)
+    farm.submit([b"while stopped"])
+    driver.start()
+    farm.submit([b"after"])
+    farm.run(1.0)
+    assert farm.machines[follower].values[-3:] == [b"before", b"while stopped", b"after"]

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from twisted.logger import ILogObserver, LogLevel, formatEvent, globalLogPublisher
 
-from garlicfarm.raft.driver import NotLeader
+from garlicfarm.raft.driver import ChangeRefused, NotLeader
 from garlicfarm.wire import AddServerRequest, ClusterServer, LogEntry, RemoveServerRequest
 from tests.raft.farm import Farm, endpoint, outcome
 
@@ -208,7 +208,7 @@ def test_a_change_a_follower_is_sent_is_logged_as_refused_for_not_leading() -> N
 
 def test_a_change_its_deposed_leader_appended_and_a_new_leader_overwrote_is_logged_as_refused() -> None:
     """The core's own refusals name their cause (``change_refused``); an appended change whose entry
-    a later leader overwrote has none, and the driver's line says this server no longer leads."""
+    a later leader overwrote has none, and the driver's line says what became of it."""
     farm = Farm(3, spares=1)
     leader = farm.wait_for_leader()
     lid = leader.core.id
@@ -224,4 +224,21 @@ def test_a_change_its_deposed_leader_appended_and_a_new_leader_overwrote_is_logg
         assert not outcome(asked).accepted
     assert leader.core.config.endpoint_of(4) is None
     said = [text for level, text in lines if level is LogLevel.info]
-    assert f"add server 4 at {endpoint(4)}: refused: this server is not the leader" in said
+    why = "another leader's entry replaced it before it committed"
+    assert f"add server 4 at {endpoint(4)}: refused: {why}" in said
+
+
+def test_a_change_asked_of_the_driver_and_refused_is_logged_with_its_cause() -> None:
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    lid = leader.core.id
+    with driver_lines() as lines:
+        asked = leader.add_server(lid, "sim://moved")
+        farm.run(0.1)
+        with pytest.raises(ChangeRefused) as refused:
+            outcome(asked)
+    why = f"server {lid} is already a member, at {endpoint(lid)}"
+    assert str(refused.value) == f"cannot add server {lid}: {why}"
+    said = [text for level, text in lines if level is LogLevel.info]
+    what = f"add server {lid} at sim://moved"
+    assert said == [f"{what}: asked", f"{what}: refused: {why}"]

@@ -167,6 +167,26 @@ def test_a_given_up_join_names_its_cause_and_how_long_it_waited(
     assert leader.status()["change_refused"] == {"server": 4, "why": why}
 
 
+def test_a_join_the_joiner_ends_names_its_cause() -> None:
+    """Declining the invitation, or refusing the catch-up from index 1 (its log is another farm's):
+    the cause an operator sees says which, and what to do."""
+    c, leader, _ = joining(entries=3)
+    leader.step(join_answer(False))
+    assert leader.status()["change_refused"] == {
+        "server": 4,
+        "why": "server 4 declined the invitation to join (its log says why)",
+    }
+    c, leader, _ = joining(entries=3)
+    leader.step(join_answer(True))
+    c.ready(1)
+    leader.step(sync_answer(0, accepted=False))
+    assert leader.status()["change_refused"] == {
+        "server": 4,
+        "why": "server 4 refused the catch-up: its log contradicts the farm's (it belonged to another "
+        "farm?); wipe its data directory and add it again",
+    }
+
+
 def test_a_silent_joiner_that_accepted_is_sent_its_pack_again_not_the_invitation() -> None:
     options = attrs.evolve(PAPER, heartbeat_ticks=1)
     c, leader, _ = joining(options, entries=3)
