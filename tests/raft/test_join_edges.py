@@ -139,9 +139,7 @@ def test_a_join_is_given_up_only_after_join_timeout_ticks_of_silence_since_the_l
     assert isinstance(answer, AddServerResponse) and answer.accepted is False
 
 
-@pytest.mark.parametrize(
-    ("tick_seconds", "waited"), [(None, "8 ticks"), (0.25, "2 s"), (1.5, "12 s")]
-)
+@pytest.mark.parametrize(("tick_seconds", "waited"), [(None, "8 ticks"), (0.25, "2 s"), (1.5, "12 s")])
 @pytest.mark.parametrize("accepted", [False, True])
 def test_a_given_up_join_names_its_cause_and_how_long_it_waited(
     tick_seconds: float | None, waited: str, accepted: bool
