@@ -80,12 +80,14 @@ class TelemetryArchive:
 
     def _append(self, index: int, record: StatusRecord) -> None:
         day = _day(record.date)
-        partition = self.dir / f"date={day}"
-        partition.mkdir(exist_ok=True)
         today = _day(self.clock()) if self.clock is not None else day
         if today != self._today:
             self._today = today
             self._expire(today)
+        # (after the expiry: a record dated before the retention, from a member whose clock is far
+        # behind, is kept until the next day's expiry instead of failing to write)
+        partition = self.dir / f"date={day}"
+        partition.mkdir(exist_ok=True)
         line = json.dumps(
             {"index": index, "recorded": self.server_id, "record": record_to_json(record)},
             separators=(",", ":"),
@@ -118,13 +120,20 @@ class TelemetryArchive:
             cutoff = datetime.date.fromisoformat(today) - datetime.timedelta(days=self.retention_days)
         except OverflowError:
             return  # a retention reaching before year 1 keeps every day there is
-        for partition in self.dir.glob("date=*"):
+        for partition in sorted(self.dir.glob("date=*")):
             try:
                 day = datetime.date.fromisoformat(partition.name.removeprefix("date="))
             except ValueError:
-                continue
+                continue  # not a partition of ours: left alone
             if day < cutoff:
-                shutil.rmtree(partition, ignore_errors=True)
+                try:
+                    shutil.rmtree(partition)
+                except OSError as e:
+                    # the next day's expiry tries again; the record at hand is written all the same
+                    self.log.warn(
+                        "archive partition {day} expired but not removed: {why}", day=partition.name, why=e
+                    )
+                    continue
                 self.log.info("archive partition {day} expired", day=partition.name)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from twisted.logger import LogLevel, capturedLogs, formatEvent, globalLogPublisher
 
 from garlicfarm.app.archive import TelemetryArchive
@@ -70,6 +72,55 @@ def test_a_one_day_retention_keeps_today_and_yesterday_and_drops_older_days(tmp_
         "date=2023-11-14",
         "notes",
     ]
+
+
+def test_days_expire_by_the_farms_day_not_a_records_and_an_older_record_is_still_written(
+    tmp_path: Path,
+) -> None:
+    """A member whose clock is far behind reports a record dated 2023-11-05 on the farm's 2023-11-14:
+    expiry counts from the farm's day, and the old record's line is written all the same."""
+    for name in ("date=2023-11-10", "date=2023-11-12"):
+        (tmp_path / name).mkdir()
+    day = 86_400_000
+    archive = TelemetryArchive(tmp_path, 1, 3, clock=lambda: DATE)  # DATE is on 2023-11-14
+    archive.append(1, _record(1, DATE - 9 * day))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".last-index", "date=2023-11-05", "date=2023-11-12"]
+    [line] = (tmp_path / "date=2023-11-05" / "node-1.jsonl").read_text().splitlines()
+    assert json.loads(line)["index"] == 1
+
+
+def test_a_partition_that_cannot_be_removed_is_said_and_the_rest_expire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory named like a partition but not dated is left alone, one that cannot be removed
+    is a warning (tried again the next day), and neither stops the others' expiry or the record."""
+    for name in ("date=1-not-a-date", "date=2023-11-01", "date=2023-11-02", "date=2023-11-03"):
+        (tmp_path / name).mkdir()
+    rmtree = shutil.rmtree
+
+    def stubborn(path: Path) -> None:
+        if path.name == "date=2023-11-02":
+            raise PermissionError(13, "Permission denied", str(path))
+        rmtree(path)
+
+    monkeypatch.setattr(shutil, "rmtree", stubborn)
+    with capturedLogs() as events:
+        archive = TelemetryArchive(tmp_path, 1, 1, clock=lambda: DATE)  # DATE is on 2023-11-14
+        archive.append(1, _record(1, DATE))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
+        "date=1-not-a-date",
+        "date=2023-11-02",
+        "date=2023-11-14",
+    ]
+    said = [(e["log_level"], formatEvent(e)) for e in events]
+    assert (LogLevel.info, "archive partition date=2023-11-01 expired") in said
+    assert (LogLevel.info, "archive partition date=2023-11-03 expired") in said
+    assert (
+        LogLevel.warn,
+        f"archive partition date=2023-11-02 expired but not removed: [Errno 13] Permission denied: "
+        f"'{tmp_path / 'date=2023-11-02'}'",
+    ) in said
+    assert archive.last_index == 1
 
 
 def test_a_write_that_keeps_failing_is_logged_at_its_first_then_every_hundredth_time(tmp_path: Path) -> None:
