@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,17 @@ def test_no_retention_keeps_every_day_and_the_last_index_archived_is_not_written
     assert old.exists()
     [path] = tmp_path.glob("date=2023*/node-1.jsonl")
     assert len(path.read_bytes().splitlines()) == 1
+
+
+def test_a_records_day_is_its_utc_day_whatever_the_machines_time_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "XYZ-14")  # UTC+14 (a POSIX rule: no time zone database needed)
+    time.tzset()
+    try:
+        archive = TelemetryArchive(tmp_path, 1)
+        archive.append(1, _record(1, DATE))  # 2023-11-14 22:13 UTC, the 15th at UTC+14
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert [p.name for p in tmp_path.glob("date=*")] == ["date=2023-11-14"]

@@ -5,6 +5,7 @@ its master name, recording when its publisher delivered, stopping when another m
 
 from __future__ import annotations
 
+import json
 import random
 import types
 from collections.abc import Iterator, Sequence
@@ -16,8 +17,9 @@ from twisted.internet.task import Clock
 from twisted.logger import LogEvent, LogLevel, capturedLogs, formatEvent
 
 from garlicfarm.app.publishing import QUIET_FAILURES, MetaLSRole, NoLeader, StatusReporter
+from garlicfarm.app.schema import LogMark
 from garlicfarm.app.scoring import Lease
-from garlicfarm.router.interface import MetaLease
+from garlicfarm.router.interface import LeafStatus, MetaLease, RouterStatus
 from garlicfarm.wire import AppendEntriesResponse, Application, LogEntry
 
 INTERVAL = 60.0
@@ -332,3 +334,50 @@ def test_a_router_that_does_not_answer_is_named_in_the_reporters_router_error_cu
     assert isinstance(outcome[0], OSError)
     said: Any = made.router_error  # (read again: mypy holds it None since the assert above)
     assert said == ("OSError: " + "x" * 300)[:200] and len(said) == 200
+
+
+class FlakyRouter:
+    """Fails its first status read, then answers."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def router_status(self) -> RouterStatus:
+        self.calls += 1
+        if self.calls == 1:
+            raise OSError("refused")
+        return RouterStatus("OK", uptime_ms=5)
+
+    async def leaf_status(self) -> list[LeafStatus]:
+        return []
+
+
+def test_a_report_carries_the_master_and_the_log_mark_and_a_router_that_answers_clears_its_error() -> None:
+    submitted_data: list[bytes] = []
+
+    async def submit(data: bytes) -> int:
+        submitted_data.append(data)
+        return 9
+
+    mark = LogMark(7, "ab" * 32)
+    made = StatusReporter(
+        Clock(),
+        types.SimpleNamespace(core=types.SimpleNamespace(id=3)),  # type: ignore[arg-type]
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        FlakyRouter(),
+        "farm",
+        master="master.b32.i2p",
+        log_mark=lambda: mark,
+    )
+    made.submit = submit  # type: ignore[method-assign]
+    outcomes: list[object] = []
+    for _ in range(2):
+        Deferred.fromCoroutine(made.report_once()).addErrback(lambda f: f.value).addBoth(outcomes.append)
+        if len(outcomes) == 1:
+            assert made.router_error == "OSError: refused" and made.router_answered is False
+    assert outcomes[1] == 9
+    assert made.router_error is None and made.router_answered is True
+    [data] = submitted_data
+    record = json.loads(data)
+    assert record["id"] == 3 and record["meta"]["destination"] == "master.b32.i2p"
+    assert record["log"] == {"index": 7, "digest": "ab" * 32}
