@@ -364,7 +364,7 @@ def test_a_report_carries_the_master_and_the_log_mark_and_a_router_that_answers_
         Clock(),
         types.SimpleNamespace(core=types.SimpleNamespace(id=3)),  # type: ignore[arg-type]
         lambda leader, request: None,  # type: ignore[arg-type,return-value]
-        FlakyRouter(),
+        FlakyRouter(),  # type: ignore[arg-type]
         "farm",
         master="master.b32.i2p",
         log_mark=lambda: mark,
