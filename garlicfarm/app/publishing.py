@@ -138,6 +138,8 @@ class StatusReporter:
     def start(self, first_delay: float = 0.0) -> None:
         """Report at once (a report before a leader is known fails and is retried quickly)."""
         self.running = True
+        if self._call is not None and self._call.active():
+            self._call.cancel()  # started twice: one chain of reports, not two
         self._call = self.reactor.callLater(first_delay, self._tick)
 
     def leader_changed(self) -> None:
@@ -159,8 +161,10 @@ class StatusReporter:
     def _tick(self) -> None:
         if not self.running:
             return
-        if self._busy:  # the last report is still in flight: never pile up
-            self._schedule(self._delay)
+        if self._busy:
+            # Started again while a report is in flight: its end schedules the next one (right
+            # after it), so that one chain of reports runs, not two.
+            self._again = True
             return
         self._busy = True
         d = Deferred.fromCoroutine(self.report_once())

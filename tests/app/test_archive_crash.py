@@ -185,3 +185,9 @@ def test_a_records_day_is_its_utc_day_whatever_the_machines_time_zone(
         monkeypatch.undo()
         time.tzset()
     assert [p.name for p in tmp_path.glob("date=*")] == ["date=2023-11-14"]
+
+
+def test_a_new_archive_makes_its_directory_with_its_parents_and_keeps_90_days(tmp_path: Path) -> None:
+    archive = TelemetryArchive(tmp_path / "var" / "telemetry", 1)
+    assert (tmp_path / "var" / "telemetry").is_dir()
+    assert archive.retention_days == 90 and archive.last_index == 0 and archive.clock is None

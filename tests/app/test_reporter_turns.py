@@ -346,7 +346,7 @@ class FlakyRouter:
         self.calls += 1
         if self.calls == 1:
             raise OSError("refused")
-        return RouterStatus("OK", uptime_ms=5)
+        return RouterStatus("OK ö", uptime_ms=5)
 
     async def leaf_status(self) -> list[LeafStatus]:
         return []
@@ -379,5 +379,51 @@ def test_a_report_carries_the_master_and_the_log_mark_and_a_router_that_answers_
     assert made.router_error is None and made.router_answered is True
     [data] = submitted_data
     record = json.loads(data)
+    # compact, and UTF-8 as it is (the record's bytes are what the log and every member hold)
+    assert data == json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+    assert "OK ö".encode() in data
     assert record["id"] == 3 and record["meta"]["destination"] == "master.b32.i2p"
     assert record["log"] == {"index": 7, "digest": "ab" * 32}
+
+
+def test_a_new_reporter_s_defaults_and_state_before_it_starts() -> None:
+    made = StatusReporter(
+        Clock(),
+        None,  # type: ignore[arg-type]
+        lambda leader, request: None,  # type: ignore[arg-type,return-value]
+        None,  # type: ignore[arg-type]
+        "farm",
+    )
+    assert (made.interval, made.max_backoff, made.publish_config, made.master) == (60.0, 15.0, "auto", None)
+    assert made.publishing is False and made.last_published_ms == 0
+    assert made.router_answered is False and made.router_error is None and made.running is False
+    assert (made.submitted, made.failures, made.failures_in_a_row) == (0, 0, 0)
+    made.stop()  # before start: nothing to cancel, nothing raised
+    assert made.running is False
+
+
+def test_a_reporter_started_again_while_its_report_is_in_flight_waits_for_it() -> None:
+    """stop() then start() while a report is in flight: no second report beside it, and one chain
+    of reports afterwards (the next right after the one in flight, then one an interval)."""
+    clock, made, reports = started()
+    made.stop()
+    made.start()
+    clock.advance(0)
+    assert len(reports.pending) == 1 and due(clock) == []
+    reports.succeed()
+    assert due(clock) == [0]
+    clock.advance(0)
+    reports.succeed()
+    assert due(clock) == [INTERVAL]
+
+
+def test_a_reporter_started_twice_runs_one_chain_of_reports() -> None:
+    clock = Clock()
+    made, reports = reporter(clock)
+    made.start()
+    made.start()
+    assert due(clock) == [0]
+    clock.advance(0)
+    assert len(reports.pending) == 1
+    reports.succeed()
+    assert due(clock) == [INTERVAL]
