@@ -1344,7 +1344,10 @@ class RaftCore:
         joining = self._joining
         if self.role is not Role.LEADER or joining is None or m.source != joining.server.id:
             return
-        joining.idle_ticks = 0
+        if m.accepted or isinstance(m, JoinClusterResponse):
+            # (a joiner that refuses every pack answers, but makes no progress: the join timeout
+            # ends that exchange instead of letting it run until the change's own timeout)
+            joining.idle_ticks = 0
         pr = joining.progress
         pr.paused = False
         if isinstance(m, JoinClusterResponse):

@@ -185,6 +185,29 @@ def test_a_join_the_joiner_ends_names_its_cause() -> None:
     }
 
 
+def test_a_joiner_that_refuses_every_pack_is_given_up_at_the_join_timeout() -> None:
+    """Refusals are answers but not progress: a joiner that lost what it acknowledged refuses the
+    same pack every time, and the join ends after join_timeout_ticks instead of an hour's exchange."""
+    options = attrs.evolve(PAPER, join_timeout_ticks=8, heartbeat_ticks=1, sync_log_entries=1)
+    c, leader, handle = joining(options, entries=3)
+    leader.step(join_answer(True))
+    c.ready(1)
+    leader.step(sync_answer(2))  # entry 1 acknowledged
+    for _ in range(8):
+        c.ready(1)
+        leader.step(sync_answer(2, accepted=False))  # then refused again and again
+        c.tick(1)
+    c.flush()
+    assert still_joining(leader)
+    c.ready(1)
+    leader.step(sync_answer(2, accepted=False))
+    c.tick(1)
+    c.flush()
+    assert not still_joining(leader)
+    assert isinstance(c.client_replies[handle], AddServerResponse)
+    assert leader.status()["change_refused"]["why"].startswith("the catch-up of server 4 timed out")
+
+
 def test_a_silent_joiner_that_accepted_is_sent_its_pack_again_not_the_invitation() -> None:
     options = attrs.evolve(PAPER, heartbeat_ticks=1)
     c, leader, _ = joining(options, entries=3)
