@@ -276,3 +276,35 @@ def test_a_failure_in_the_deadline_queue_stops_the_node_loudly() -> None:
         farm.run(0.05)
     assert not leader.running and leader.stopped_by is not None
     assert any("request deadlines failed; stopping this node" in text for _level, text in lines)
+
+
+def test_a_request_times_out_at_the_first_tick_past_its_deadline_whatever_waits_beside_it() -> None:
+    """Requests of two timeout lengths wait at once: the node sleeps until the earlier deadline of
+    the two queues, not until the later one or its next election timeout."""
+    clock, driver = leader_of_three(submit_timeout=5.0, change_timeout=30.0)
+    asked = clock.seconds()
+    entry = driver.handle_request(client_request(b"x"))
+    change = driver.remove_server(3)
+    failed_at: list[float] = []
+    entry.addErrback(lambda f: failed_at.append(clock.seconds()))
+    while not failed_at:
+        clock.advance(0.001)
+    assert asked + 5.0 <= failed_at[0] < asked + 5.0 + driver.tick_seconds + 1e-9
+    assert not change.called
+    change.addErrback(lambda f: None)
+
+
+def test_a_removed_server_with_requests_still_waiting_sleeps_until_their_deadline() -> None:
+    """A leader that removed itself may not campaign (no tick of its own is ever due) while an
+    entry it appended after its removal still waits for its decision: it sleeps until the deadline
+    and answers."""
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    lid = leader.core.id
+    removed = leader.remove_server(lid)
+    waiting = leader.submit(b"late")
+    farm.run(leader.submit_timeout + 1.0)
+    assert outcome(removed) is None and not leader.core.electable()
+    assert leader.running and leader.stopped_by is None
+    with pytest.raises(CommitTimeout):
+        outcome(waiting)
