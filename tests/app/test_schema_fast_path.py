@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,6 +60,18 @@ def test_check_entry_is_admission_and_parse(value: Any, cluster: str) -> None:
         assert outcome == expected
     if error is None:
         parse_json(data)  # admitted: strict JSON
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b'{"a":1,"a":2}', "duplicate"),  # not strict JSON
+        (b'{"cluster":"farm","version":1}', "id: missing"),  # strict JSON naming this farm, no record
+    ],
+)
+def test_check_entry_names_what_it_refuses_in_the_error_it_keeps(data: bytes, says: str) -> None:
+    error, outcome = check_entry(data, "farm")
+    assert isinstance(outcome, SchemaError) and error == str(outcome) and says in error
 
 
 def test_a_leader_applies_what_it_checked_without_parsing_again() -> None:
