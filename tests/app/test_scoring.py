@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import attrs
+import pytest
+
 from garlicfarm.app import scoring
 from garlicfarm.app.schema import StatusRecord, parse_entry
 from tests.app.records import HOUR, record
@@ -190,3 +193,67 @@ def test_a_skipped_record_or_destination_does_not_end_the_search() -> None:
 def test_a_destinations_tunnels_count_up_to_16() -> None:
     assert scoring.weight(rec(1, destinations=[dest("a", tunnels=16)]).destinations[0]) == 16 * 4 + 1
     assert scoring.weight(rec(1, destinations=[dest("a", tunnels=17)]).destinations[0]) == 16 * 4 + 1
+
+
+def router_only(**router: int) -> StatusRecord:
+    """A record whose router counts nothing but ``router`` (field: value, in the record's units)."""
+    base = rec(1, uptime_h=0, tunnels=0, bandwidth=0, lag=0)
+    return attrs.evolve(base, router=attrs.evolve(base.router, **router))
+
+
+@pytest.mark.parametrize(
+    ("router", "points"),
+    [
+        ({"uptime": 2 * HOUR - 1}, 10),  # whole hours only
+        ({"uptime": 168 * HOUR}, 1680),  # a week, and no more
+        ({"uptime": 169 * HOUR}, 1680),
+        ({"participatingTunnels": 19}, 1),  # a point per ten
+        ({"participatingTunnels": 5000}, 500),
+        ({"participatingTunnels": 5001}, 500),
+        ({"bandwidthCurrent": 15 * 1024 + 1023}, 1),  # whole KiB/s, a point per ten
+        ({"bandwidthCurrent": 10_000 * 1024}, 1000),
+        ({"bandwidthCurrent": 10_001 * 1024}, 1000),
+        ({"jobLag": 19}, -1),  # a point off per ten ms
+        ({"jobLag": 10_000}, -1000),
+        ({"jobLag": 10_001}, -1000),
+    ],
+)
+def test_a_score_is_whole_points_of_each_part_up_to_its_cap(router: dict[str, int], points: int) -> None:
+    got = scoring.score(router_only(**router))
+    assert got == points and type(got) is int  # every member must compute the same integer
+
+
+def test_an_operators_on_ranks_as_one_above_auto() -> None:
+    assert scoring.rank(rec(1, publish="on")) == (1, scoring.score(rec(1)))
+    assert scoring.rank(rec(1)) == (0, scoring.score(rec(1)))
+
+
+@pytest.mark.parametrize(
+    ("tunnels", "kib", "hours", "expected"),
+    [
+        (0, 40, 0, 1),  # a point per 40 KiB/s
+        (0, 79, 0, 1),
+        (0, 80, 0, 2),
+        (1, 40, 2, 4 + 1 + 2),
+        (0, 1000, 0, 25),  # up to 1,000 KiB/s
+        (0, 1001, 0, 25),
+        (0, 0, 24, 24),  # up to a day
+        (0, 0, 25, 24),
+        (16, 1000, 24, 100),  # at most 100
+    ],
+)
+def test_a_leases_weight_is_whole_points_up_to_each_cap(
+    tunnels: int, kib: int, hours: int, expected: int
+) -> None:
+    leaf = rec(
+        1, destinations=[dest("a", tunnels=tunnels, bandwidth=kib * 1024, uptime_h=hours)]
+    ).destinations[0]
+    got = scoring.weight(leaf)
+    assert got == expected and type(got) is int
+
+
+def test_a_destination_is_dead_with_tunnels_configured_and_none_up() -> None:
+    one_of_one_down = {**dest("down"), "tunnelsConfigured": 1, "tunnelsCurrent": 0}
+    one_of_four_up = {**dest("up"), "tunnelsConfigured": 4, "tunnelsCurrent": 1}
+    records = latest(rec(1, destinations=[one_of_one_down, one_of_four_up]))
+    assert [lease.destination for lease in scoring.meta_ls(records, 1_000_000, excluded=())] == ["up"]
