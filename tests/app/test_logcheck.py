@@ -263,3 +263,10 @@ def test_a_restored_snapshots_digest_is_kept_as_the_first_of_the_new_chain() -> 
     assert digest.at(5) == restored and digest.at(6) == digest.value
     digest.reset(9, None)  # unknown: nothing to compare until the next snapshot
     assert digest.at(9) is None and digest.mark() is None
+
+
+def test_any_other_entry_is_hashed_as_its_index_in_8_bytes_then_its_wire_encoding() -> None:
+    digest = LogDigest()
+    entry = LogEntry(2, Configuration(0, 0, (ClusterServer(1, "tcp://127.0.0.1:9001"),)))
+    digest.add(1, entry)
+    assert digest.value == hashlib.sha256(GENESIS + (1).to_bytes(8, "big") + encode_entry(entry)).digest()

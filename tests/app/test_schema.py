@@ -11,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garlicfarm.app.schema import (
+    MAX_BLOCKLIST,
+    MAX_DATE,
     MAX_DEPTH,
     MAX_STRING,
     AdminCommand,
@@ -248,3 +250,53 @@ def test_a_byte_order_mark_is_refused_as_json_says_it() -> None:
         str(raised.value)
         == "not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
     )
+
+
+BASE = {"cluster": "farm", "date": 1, "id": 1}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"version": "1"}, "version: must be an integer from 0 to 2^53"),
+        ({"config": []}, "config: must be an object"),
+        ({"log": {"index": 1, "digest": "x"}}, "log.digest: must be 64 lowercase hex digits (a SHA-256)"),
+        ({"destinations": [5]}, "destinations[0]: must be an object"),
+        (
+            {"destinations": [{"destination": "d", "blocklist": [5]}]},
+            "destinations[0].blocklist[0]: must be a string",
+        ),
+        (
+            {"destinations": [{"destination": "d", "blocklist": ["b" * (MAX_STRING + 1)]}]},
+            "destinations[0].blocklist[0]: must be a string",
+        ),
+        (
+            {"destinations": [{"destination": "d", "blocklist": ["b"] * (MAX_BLOCKLIST + 1)}]},
+            f"destinations[0].blocklist: must be a list of at most {MAX_BLOCKLIST} strings",
+        ),
+        (
+            {"destinations": [{"destination": "d", "uptime": -1}]},
+            "destinations[0].uptime: must be an integer",
+        ),
+        ({"date": MAX_DATE + 1}, f"date: {MAX_DATE + 1} ms is after the year 9999"),
+    ],
+)
+def test_each_refusal_in_its_words(extra: dict[str, object], says: str) -> None:
+    with pytest.raises(SchemaError) as raised:
+        parse({**BASE, **extra})
+    assert str(raised.value).startswith(says)
+
+
+def test_each_bound_of_a_record_holds_at_itself() -> None:
+    leaf = {"destination": "d", "blocklist": ["b" * MAX_STRING] + ["b"] * (MAX_BLOCKLIST - 1)}
+    parsed = parse({**BASE, "date": MAX_DATE, "destinations": [leaf]})
+    assert isinstance(parsed, StatusRecord)
+    assert parsed.date == MAX_DATE and len(parsed.destinations[0].blocklist) == MAX_BLOCKLIST
+
+
+def test_a_records_json_holds_its_destinations_with_their_blocklists_as_lists() -> None:
+    parsed = parse({**BASE, "destinations": [{"destination": "d", "blocklist": ["b", "c"]}]})
+    assert isinstance(parsed, StatusRecord)
+    out = record_to_json(parsed)
+    assert out["destinations"][0]["blocklist"] == ["b", "c"]
+    assert type(out["destinations"][0]["blocklist"]) is list and type(out["destinations"]) is list

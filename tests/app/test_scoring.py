@@ -198,7 +198,7 @@ def test_a_destinations_tunnels_count_up_to_16() -> None:
 def router_only(**router: int) -> StatusRecord:
     """A record whose router counts nothing but ``router`` (field: value, in the record's units)."""
     base = rec(1, uptime_h=0, tunnels=0, bandwidth=0, lag=0)
-    return attrs.evolve(base, router=attrs.evolve(base.router, **router))
+    return attrs.evolve(base, router=attrs.evolve(base.router, **router))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -257,3 +257,26 @@ def test_a_destination_is_dead_with_tunnels_configured_and_none_up() -> None:
     one_of_four_up = {**dest("up"), "tunnelsConfigured": 4, "tunnelsCurrent": 1}
     records = latest(rec(1, destinations=[one_of_one_down, one_of_four_up]))
     assert [lease.destination for lease in scoring.meta_ls(records, 1_000_000, excluded=())] == ["up"]
+
+
+def test_while_the_best_score_is_zero_or_less_any_eligible_incumbent_keeps_the_role() -> None:
+    """Hysteresis is a percentage of the best score; at zero or below it is none, so the incumbent
+    stays. A best of one point already counts: an incumbent five points below it hands over."""
+    idle = {"uptime_h": 0, "tunnels": 0, "bandwidth": 0}
+    lagging = rec(1, **idle, lag=50)
+    assert scoring.score(lagging) == -5
+    at_zero = rec(2, **idle)
+    assert scoring.score(at_zero) == 0
+    assert scoring.choose_publisher(latest(lagging, at_zero), 1_000_000, MEMBERS, current=1) == 1
+    at_one = rec(2, **{**idle, "tunnels": 10})
+    assert scoring.score(at_one) == 1
+    assert scoring.choose_publisher(latest(lagging, at_one), 1_000_000, MEMBERS, current=1) == 2
+
+
+def test_leases_of_equal_weight_are_ordered_by_destination() -> None:
+    records = latest(rec(1, destinations=[dest("zeta"), dest("alpha"), dest("mu")]))
+    assert [lease.destination for lease in scoring.meta_ls(records, 1_000_000, excluded=())] == [
+        "alpha",
+        "mu",
+        "zeta",
+    ]
