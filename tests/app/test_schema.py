@@ -14,6 +14,7 @@ from garlicfarm.app.schema import (
     MAX_BLOCKLIST,
     MAX_DATE,
     MAX_DEPTH,
+    MAX_DESTINATIONS,
     MAX_STRING,
     AdminCommand,
     SchemaError,
@@ -260,6 +261,8 @@ BASE = {"cluster": "farm", "date": 1, "id": 1}
     [
         ({"version": "1"}, "version: must be an integer from 0 to 2^53"),
         ({"config": []}, "config: must be an object"),
+        ({"destinations": {}}, "destinations: must be a list"),
+        ({"meta": {"publishConfig": 5}}, "meta.publishConfig: must be a string"),
         ({"log": {"index": 1, "digest": "x"}}, "log.digest: must be 64 lowercase hex digits (a SHA-256)"),
         ({"destinations": [5]}, "destinations[0]: must be an object"),
         (
@@ -289,9 +292,11 @@ def test_each_refusal_in_its_words(extra: dict[str, object], says: str) -> None:
 
 def test_each_bound_of_a_record_holds_at_itself() -> None:
     leaf = {"destination": "d", "blocklist": ["b" * MAX_STRING] + ["b"] * (MAX_BLOCKLIST - 1)}
-    parsed = parse({**BASE, "date": MAX_DATE, "destinations": [leaf]})
+    others = [{"destination": f"d{i}"} for i in range(MAX_DESTINATIONS - 1)]
+    parsed = parse({**BASE, "date": MAX_DATE, "destinations": [leaf, *others]})
     assert isinstance(parsed, StatusRecord)
     assert parsed.date == MAX_DATE and len(parsed.destinations[0].blocklist) == MAX_BLOCKLIST
+    assert len(parsed.destinations) == MAX_DESTINATIONS
 
 
 def test_a_records_json_holds_its_destinations_with_their_blocklists_as_lists() -> None:
