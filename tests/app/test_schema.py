@@ -15,6 +15,7 @@ from garlicfarm.app.schema import (
     MAX_DATE,
     MAX_DEPTH,
     MAX_DESTINATIONS,
+    MAX_RECORD_BYTES,
     MAX_STRING,
     AdminCommand,
     SchemaError,
@@ -225,6 +226,14 @@ def test_what_the_application_will_ignore_is_said(data: bytes, reason: str | Non
         ("meta", "lastPublishedLS", 5, "meta.lastPublishedLS: must be a string"),
         ("meta", "lastPublishedTime", "x", "meta.lastPublishedTime: must be an integer"),
         ("router", "bandwidthCurrent", "x", "router.bandwidthCurrent: must be an integer"),
+        ("router", "uptime", "x", "router.uptime: must be an integer"),
+        ("router", "jobLag", "x", "router.jobLag: must be an integer"),
+        ("router", "exploratoryTunnels", "x", "router.exploratoryTunnels: must be an integer"),
+        ("router", "participatingTunnels", "x", "router.participatingTunnels: must be an integer"),
+        ("router", "bandwidthConfigured", "x", "router.bandwidthConfigured: must be an integer"),
+        ("router", "netStatus", 5, "router.netStatus: must be a string"),
+        ("router", "lastPublishedRI", 5, "router.lastPublishedRI: must be a string"),
+        ("meta", "publishing", "yes", "meta.publishing: must be true or false"),
     ],
 )
 def test_a_bad_field_is_named_by_its_path(section: str, field: str, value: object, says: str) -> None:
@@ -305,3 +314,27 @@ def test_a_records_json_holds_its_destinations_with_their_blocklists_as_lists() 
     out = record_to_json(parsed)
     assert out["destinations"][0]["blocklist"] == ["b", "c"]
     assert type(out["destinations"][0]["blocklist"]) is list and type(out["destinations"]) is list
+
+
+def test_integers_ids_and_the_record_size_hold_at_their_bounds_and_not_one_past() -> None:
+    big = {**BASE, "router": {"uptime": 2**53}}
+    parsed = parse(big)
+    assert isinstance(parsed, StatusRecord) and parsed.router.uptime == 2**53
+    with pytest.raises(SchemaError, match=r"^router.uptime: must be an integer from 0 to 2\^53"):
+        parse({**BASE, "router": {"uptime": 2**53 + 1}})
+    last = parse({**BASE, "id": 2**31 - 1})
+    assert isinstance(last, StatusRecord) and last.id == 2**31 - 1
+    with pytest.raises(SchemaError, match=rf"^id: {2**31} is not a server id$"):
+        parse({**BASE, "id": 2**31})
+    text = json.dumps(BASE).encode()
+    padded = text[:-1] + b" " * (MAX_RECORD_BYTES - len(text)) + b"}"
+    assert len(padded) == MAX_RECORD_BYTES and isinstance(parse_entry(padded, "farm"), StatusRecord)
+    with pytest.raises(
+        SchemaError, match=f"^record is {MAX_RECORD_BYTES + 1} bytes, more than {MAX_RECORD_BYTES}$"
+    ):
+        parse_entry(padded + b" ", "farm")
+
+
+def test_an_empty_net_status_reads_as_unknown() -> None:
+    parsed = parse({**BASE, "router": {"netStatus": ""}})
+    assert isinstance(parsed, StatusRecord) and parsed.router.netStatus == "UNKNOWN"
