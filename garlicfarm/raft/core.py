@@ -1344,6 +1344,8 @@ class RaftCore:
         joining = self._joining
         if self.role is not Role.LEADER or joining is None or m.source != joining.server.id:
             return
+        if isinstance(m, SyncLogResponse) and not joining.accepted:
+            return  # an answer to a pack never sent: none is before the invitation is accepted
         if m.accepted or isinstance(m, JoinClusterResponse):
             # (a joiner that refuses every pack answers, but makes no progress: the join timeout
             # ends that exchange instead of letting it run until the change's own timeout)

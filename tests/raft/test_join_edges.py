@@ -208,6 +208,16 @@ def test_a_joiner_that_refuses_every_pack_is_given_up_at_the_join_timeout() -> N
     assert leader.status()["change_refused"]["why"].startswith("the catch-up of server 4 timed out")
 
 
+def test_catch_up_answers_before_the_invitation_is_accepted_are_ignored() -> None:
+    c, leader, handle = joining(entries=3)
+    for early in (sync_answer(0, accepted=False), sync_answer(2)):
+        leader.step(early)
+        assert syncs(c) == [] and still_joining(leader)
+    leader.step(join_answer(True))
+    assert the_sync(c).last_log_index == 0  # the catch-up starts from index 1 as ever
+    assert handle not in c.client_replies
+
+
 def test_a_silent_joiner_that_accepted_is_sent_its_pack_again_not_the_invitation() -> None:
     options = attrs.evolve(PAPER, heartbeat_ticks=1)
     c, leader, _ = joining(options, entries=3)
