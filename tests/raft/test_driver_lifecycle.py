@@ -18,7 +18,7 @@ from garlicfarm.raft.core import RaftCore
 from garlicfarm.raft.driver import EntryRefused, NodeStopped, NotLeader, RaftDriver
 from garlicfarm.storage.interface import StorageError
 from garlicfarm.storage.memory import MemoryLogStore
-from garlicfarm.wire import AppendEntriesResponse
+from garlicfarm.wire import AppendEntriesResponse, Application, ClientRequest, LogEntry
 from garlicfarm.wire.types import NO_LEADER
 from tests.raft.farm import Farm, Machine, outcome
 from tests.raft.harness import append, vote
@@ -308,3 +308,18 @@ def test_a_driver_stopped_in_order_starts_again_and_applies_what_commits() -> No
     farm.submit([b"after"])
     farm.run(1.0)
     assert farm.machines[follower].values[-3:] == [b"before", b"while stopped", b"after"]
+
+
+def test_proposals_are_counted_as_they_end() -> None:
+    """The metrics endpoint's counters: each proposal once, by how it ended."""
+    farm = Farm(3)
+    leader = farm.wait_for_leader()
+    farm.submit([b"a", b"b", b"c"])
+    assert (leader.proposals.committed, leader.proposals.failed, leader.proposals.refused) == (3, 0, 0)
+    clock, picky = driver_with(FailingTransport(CancelledError()), ONE, state_machine=Picky())
+    for _ in range(50):
+        clock.advance(0.01)
+    request = ClientRequest(entries=(LogEntry(0, Application(b"x")),))
+    for _ in range(2):
+        assert not outcome(picky.handle_request(request)).accepted
+    assert (picky.proposals.committed, picky.proposals.failed, picky.proposals.refused) == (0, 0, 2)
