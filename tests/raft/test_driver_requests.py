@@ -308,3 +308,19 @@ def test_a_removed_server_with_requests_still_waiting_sleeps_until_their_deadlin
     assert leader.running and leader.stopped_by is None
     with pytest.raises(CommitTimeout):
         outcome(waiting)
+
+
+def test_proposals_that_do_not_commit_are_counted_as_failed_once_each() -> None:
+    clock, driver = leader_of_three(submit_timeout=5.0)
+    timed_out = [driver.handle_request(client_request(b"x")) for _ in range(2)]
+    clock.advance(5.0)
+    for d in timed_out:
+        with pytest.raises(CommitTimeout):
+            outcome(d)
+    assert (driver.proposals.committed, driver.proposals.failed, driver.proposals.refused) == (0, 2, 0)
+    driver.core.set_transfer_support(2, True)
+    driver.transfer_leadership(2)
+    handing_over = driver.handle_request(client_request(b"y"))  # refused: the leader is handing over
+    clock.advance(0.01)
+    assert not outcome(handing_over).accepted
+    assert (driver.proposals.committed, driver.proposals.failed, driver.proposals.refused) == (0, 3, 0)
