@@ -64,15 +64,22 @@ def test_a_retention_reaching_before_year_1_keeps_everything(tmp_path: Path) -> 
 def test_a_one_day_retention_keeps_today_and_yesterday_and_drops_older_days(tmp_path: Path) -> None:
     """Days are partitions named ``date=YYYY-MM-DD``; one older than the retention goes when the
     farm's day changes, and anything else in the directory stays."""
-    for name in ("date=2023-11-12", "date=2023-11-13", "date=2023-11-14", "notes"):
-        (tmp_path / name).mkdir()
-    archive = TelemetryArchive(tmp_path, 1, 1, clock=lambda: DATE)  # DATE is on 2023-11-14
-    archive.append(1, _record(1, DATE))
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
+    assert days_left(tmp_path, "date=2023-11-12", "date=2023-11-13", "date=2023-11-14", "notes") == [
         "date=2023-11-13",
         "date=2023-11-14",
         "notes",
     ]
+
+
+def days_left(tmp_path: Path, *names: str) -> list[str]:
+    """The directories left after the first record of the farm's day 2023-11-14 with a one-day
+    retention, in an archive that held ``names``."""
+    for name in names:
+        (tmp_path / name).mkdir()
+    archive = TelemetryArchive(tmp_path, 1, 1, clock=lambda: DATE)  # DATE is on 2023-11-14
+    archive.append(1, _record(1, DATE))
+    assert archive.last_index == 1
+    return sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
 
 
 def test_days_expire_by_the_farms_day_not_a_records_and_an_older_record_is_still_written(
@@ -95,8 +102,6 @@ def test_a_partition_that_cannot_be_removed_is_said_and_the_rest_expire(
 ) -> None:
     """A directory named like a partition but not dated is left alone, one that cannot be removed
     is a warning (tried again the next day), and neither stops the others' expiry or the record."""
-    for name in ("date=1-not-a-date", "date=2023-11-01", "date=2023-11-02", "date=2023-11-03"):
-        (tmp_path / name).mkdir()
     rmtree = shutil.rmtree
 
     def stubborn(path: Path) -> None:
@@ -106,13 +111,10 @@ def test_a_partition_that_cannot_be_removed_is_said_and_the_rest_expire(
 
     monkeypatch.setattr(shutil, "rmtree", stubborn)
     with capturedLogs() as events:
-        archive = TelemetryArchive(tmp_path, 1, 1, clock=lambda: DATE)  # DATE is on 2023-11-14
-        archive.append(1, _record(1, DATE))
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
-        "date=1-not-a-date",
-        "date=2023-11-02",
-        "date=2023-11-14",
-    ]
+        left = days_left(
+            tmp_path, "date=1-not-a-date", "date=2023-11-01", "date=2023-11-02", "date=2023-11-03"
+        )
+    assert left == ["date=1-not-a-date", "date=2023-11-02", "date=2023-11-14"]
     said = [(e["log_level"], formatEvent(e)) for e in events]
     assert (LogLevel.info, "archive partition date=2023-11-01 expired") in said
     assert (LogLevel.info, "archive partition date=2023-11-03 expired") in said
@@ -121,7 +123,6 @@ def test_a_partition_that_cannot_be_removed_is_said_and_the_rest_expire(
         f"archive partition date=2023-11-02 expired but not removed: [Errno 13] Permission denied: "
         f"'{tmp_path / 'date=2023-11-02'}'",
     ) in said
-    assert archive.last_index == 1
 
 
 def test_a_write_that_keeps_failing_is_logged_at_its_first_then_every_hundredth_time(tmp_path: Path) -> None:
