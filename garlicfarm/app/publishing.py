@@ -138,8 +138,7 @@ class StatusReporter:
     def start(self, first_delay: float = 0.0) -> None:
         """Report at once (a report before a leader is known fails and is retried quickly)."""
         self.running = True
-        if self._call is not None and self._call.active():
-            self._call.cancel()  # started twice: one chain of reports, not two
+        self._cancel_call()  # started twice: one chain of reports, not two
         self._call = self.reactor.callLater(first_delay, self._tick)
 
     def leader_changed(self) -> None:
@@ -149,12 +148,14 @@ class StatusReporter:
         if self._busy:
             self._again = True  # right after the report in flight
             return
-        if self._call is not None and self._call.active():
-            self._call.cancel()
+        self._cancel_call()
         self._call = self.reactor.callLater(0, self._tick)
 
     def stop(self) -> None:
         self.running = False
+        self._cancel_call()
+
+    def _cancel_call(self) -> None:
         if self._call is not None and self._call.active():
             self._call.cancel()
 
